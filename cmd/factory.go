@@ -1,0 +1,135 @@
+package cmd
+
+import (
+	"context"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/redisconn"
+	"github.com/ratelimit-dev/ratelimit/report"
+)
+
+// IOStreams are the command's standard streams and whether each is a terminal.
+type IOStreams struct {
+	In             io.Reader
+	Out, ErrOut    io.Writer
+	OutTTY, ErrTTY bool
+}
+
+// GlobalOptions are the persistent flags every subcommand shares.
+type GlobalOptions struct {
+	RedisURL      string
+	TLSCA         string
+	TLSCert       string
+	TLSKey        string
+	TLSSkipVerify bool
+	Cluster       *bool // nil: detect from INFO cluster
+	Output        string
+	NoColor       bool
+	RedisTimeout  time.Duration
+}
+
+// Factory carries what commands share.
+type Factory struct {
+	IO     IOStreams
+	Now    func() time.Time
+	Getenv func(string) string
+	Global *GlobalOptions
+	// Redis connects once, on first use, and is closed when the command ends.
+	Redis func(ctx context.Context) (*redisconn.Conn, error)
+
+	mu   sync.Mutex
+	conn *redisconn.Conn
+}
+
+// NewFactory returns the factory for the real process: os streams, the
+// wall clock, the environment, and Redis resolved from the global flags.
+func NewFactory() *Factory {
+	f := &Factory{
+		IO: IOStreams{
+			In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+			OutTTY: isTerminal(os.Stdout), ErrTTY: isTerminal(os.Stderr),
+		},
+		Now:    time.Now,
+		Getenv: os.Getenv,
+		Global: &GlobalOptions{Output: "text", RedisTimeout: 2 * time.Second},
+	}
+	f.Redis = f.openRedis
+	return f
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// RedisOptions turns the global flags (and REDIS_URL) into connection options.
+func (f *Factory) RedisOptions() redisconn.Options {
+	g := f.Global
+	url := g.RedisURL
+	if url == "" {
+		url = f.Getenv("REDIS_URL")
+	}
+	return redisconn.Options{
+		URL:           url,
+		TLSCA:         g.TLSCA,
+		TLSCert:       g.TLSCert,
+		TLSKey:        g.TLSKey,
+		TLSSkipVerify: g.TLSSkipVerify,
+		Cluster:       g.Cluster,
+		Timeout:       g.RedisTimeout,
+		Notice:        f.IO.ErrOut,
+	}
+}
+
+func (f *Factory) openRedis(ctx context.Context) (*redisconn.Conn, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conn != nil {
+		return f.conn, nil
+	}
+	c, err := redisconn.Open(ctx, f.RedisOptions())
+	if err != nil {
+		return nil, err
+	}
+	f.conn = c
+	return c, nil
+}
+
+// Close releases the Redis connection, if one was opened.
+func (f *Factory) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conn != nil {
+		_ = f.conn.Close()
+		f.conn = nil
+	}
+}
+
+// Color reports whether Out may carry colour: a terminal, no --no-color,
+// no NO_COLOR in the environment.
+func (f *Factory) Color() bool {
+	return f.IO.OutTTY && !f.Global.NoColor && f.Getenv("NO_COLOR") == ""
+}
+
+// ReportOptions are the text renderer's options for Out.
+func (f *Factory) ReportOptions() report.Options {
+	return report.Options{Color: f.Color()}
+}
+
+// Format returns the -o value after checking that the command supports it.
+func (f *Factory) Format(allowed ...string) (string, error) {
+	o := strings.ToLower(strings.TrimSpace(f.Global.Output))
+	if o == "" {
+		o = "text"
+	}
+	if !slices.Contains(allowed, o) {
+		return "", exitcode.Usagef("--output %q is not supported here; use one of %s", f.Global.Output, strings.Join(allowed, ", "))
+	}
+	return o, nil
+}

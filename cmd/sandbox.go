@@ -1,0 +1,138 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/report"
+	"github.com/ratelimit-dev/ratelimit/sandbox"
+)
+
+type sandboxOptions struct {
+	f         *Factory
+	ctx       context.Context
+	Cluster   bool
+	Primaries int
+	Replicas  int
+	PortBase  int
+	ServerBin string
+	For       time.Duration
+}
+
+func newSandboxCmd(f *Factory, run func(*sandboxOptions) error) *cobra.Command {
+	opts := &sandboxOptions{f: f}
+	c := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Start a disposable local redis-server or cluster for tests",
+		Long: `Start a disposable redis-server (or valkey-server) on free loopback ports, with
+persistence off and data in a temporary directory, print the URL to pass as
+--redis, and stay in the foreground until Ctrl-C or --for elapses. Then stop
+exactly the processes it started and remove the directory.`,
+		Example: `  # one standalone server until Ctrl-C
+  ratelimit sandbox
+
+  # a 3-primary cluster for 20 seconds
+  ratelimit sandbox --cluster --for 20s
+
+  # in another terminal
+  ratelimit race --redis redis://127.0.0.1:PORT`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts.ctx = c.Context()
+			if !c.Flags().Changed("primaries") && opts.Cluster {
+				opts.Primaries = 3
+			}
+			if run != nil {
+				return run(opts)
+			}
+			return runSandbox(opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.Cluster, "cluster", false, "start a cluster instead of one standalone server")
+	c.Flags().IntVar(&opts.Primaries, "primaries", 3, "cluster primaries (with --cluster)")
+	c.Flags().IntVar(&opts.Replicas, "replicas", 0, "replicas per primary (with --cluster)")
+	c.Flags().IntVar(&opts.PortBase, "port-base", 0, "listen on PORT-BASE, PORT-BASE+1, ... instead of free ports")
+	c.Flags().StringVar(&opts.ServerBin, "server-bin", "", "server binary (default: redis-server, else valkey-server, on PATH)")
+	c.Flags().DurationVar(&opts.For, "for", 0, "stop after this long (default: until Ctrl-C)")
+	return c
+}
+
+type sandboxDoc struct {
+	report.Header
+	URL     string   `json:"url"`
+	Addrs   []string `json:"addrs"`
+	Cluster bool     `json:"cluster"`
+	Product string   `json:"product"`
+	Dir     string   `json:"dir"`
+}
+
+func runSandbox(opts *sandboxOptions) error {
+	f := opts.f
+	format, err := f.Format("text", "json")
+	if err != nil {
+		return err
+	}
+	if opts.For < 0 {
+		return exitcode.Usagef("--for must not be negative")
+	}
+	primaries := 0
+	if opts.Cluster {
+		primaries = opts.Primaries
+	} else if opts.Replicas > 0 {
+		return exitcode.Usagef("--replicas needs --cluster")
+	}
+	if opts.Cluster && primaries < 3 {
+		return exitcode.Usagef("--primaries must be at least 3 for a cluster, got %d", primaries)
+	}
+	sb, err := sandbox.Start(opts.ctx, sandbox.Config{Bin: opts.ServerBin, Primaries: primaries, Replicas: opts.Replicas, PortBase: opts.PortBase})
+	if err != nil {
+		if errors.Is(err, sandbox.ErrNoServer) {
+			return exitcode.UsageError(err)
+		}
+		if opts.ctx.Err() != nil {
+			return opts.ctx.Err()
+		}
+		return fmt.Errorf("start sandbox: %w", err)
+	}
+	defer sb.Stop()
+	if format == "json" {
+		if err := report.JSON(f.IO.Out, sandboxDoc{
+			Header: report.Header{Kind: "sandbox", Version: 1},
+			URL:    sb.URL, Addrs: sb.Addrs, Cluster: sb.Cluster, Product: sb.Product, Dir: sb.Dir,
+		}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(f.IO.Out, sb.URL)
+		what := "standalone " + sb.Product
+		if sb.Cluster {
+			what = fmt.Sprintf("%s cluster: %d primaries, %d replicas each (%d nodes)", sb.Product, primaries, opts.Replicas, len(sb.Nodes))
+		}
+		until := "Ctrl-C"
+		if opts.For > 0 {
+			until = opts.For.String()
+		}
+		fmt.Fprintf(f.IO.ErrOut, "sandbox: %s on %v; data in %s; running until %s\n", what, sb.Addrs, sb.Dir, until)
+		fmt.Fprintf(f.IO.ErrOut, "sandbox: use it with --redis %s\n", sb.URL)
+	}
+	var timer <-chan time.Time
+	if opts.For > 0 {
+		timer = time.After(opts.For)
+	}
+	select {
+	case <-opts.ctx.Done():
+	case <-timer:
+	}
+	if err := sb.Stop(); err != nil {
+		return fmt.Errorf("stop sandbox: %w", err)
+	}
+	if format == "text" {
+		fmt.Fprintln(f.IO.ErrOut, "sandbox: stopped, temp dir removed")
+	}
+	return nil
+}

@@ -1,0 +1,10 @@
+package redisconn
+
+import "time"
+
+// WithDefault points the default-resolution probe at another URL for tests.
+func WithDefault(o Options, url string, probe time.Duration) Options {
+	o.defaultURL = url
+	o.probeTimeout = probe
+	return o
+}

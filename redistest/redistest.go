@@ -1,0 +1,171 @@
+// Package redistest gives tests real servers: a standalone redis-server and
+// a 3-primary cluster started through package sandbox on free loopback
+// ports, shared by all tests of a package run and stopped by Main, plus a
+// fresh embedded miniredis per test. When redis-server is missing, tests
+// fail if the CI environment variable is set and skip otherwise.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimit-dev/ratelimit/redisconn"
+	"github.com/ratelimit-dev/ratelimit/sandbox"
+)
+
+// Target is one server a test runs against.
+type Target struct {
+	Name   string // "standalone", "cluster" or "embedded"
+	URL    string
+	Client redis.UniversalClient
+	Server redisconn.Server
+	// Mini is the embedded server of an "embedded" target, else nil.
+	Mini *miniredis.Miniredis
+}
+
+type shared struct {
+	once sync.Once
+	sb   *sandbox.Sandbox
+	err  error
+}
+
+var (
+	standalone shared
+	cluster    shared
+)
+
+// Main runs the package's tests and then stops the shared servers. Call it
+// from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	for _, s := range []*shared{&standalone, &cluster} {
+		if s.sb != nil {
+			_ = s.sb.Stop()
+		}
+	}
+	os.Exit(code)
+}
+
+// Require fails (under CI) or skips the test when no server binary exists.
+func Require(t testing.TB) {
+	t.Helper()
+	if _, err := sandbox.FindBinary(""); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server is required when CI is set: %v (scripts/test installs it)", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+}
+
+func (s *shared) get(t testing.TB, cfg sandbox.Config) *sandbox.Sandbox {
+	t.Helper()
+	Require(t)
+	s.once.Do(func() {
+		s.sb, s.err = sandbox.Start(context.Background(), cfg)
+	})
+	if s.err != nil {
+		t.Fatalf("start test server: %v", s.err)
+	}
+	return s.sb
+}
+
+// StandaloneSandbox returns the shared standalone server.
+func StandaloneSandbox(t testing.TB) *sandbox.Sandbox {
+	t.Helper()
+	return standalone.get(t, sandbox.Config{})
+}
+
+// ClusterSandbox returns the shared 3-primary cluster.
+func ClusterSandbox(t testing.TB) *sandbox.Sandbox {
+	t.Helper()
+	return cluster.get(t, sandbox.Config{Primaries: 3})
+}
+
+// Standalone returns a client to the shared standalone server.
+func Standalone(t testing.TB) Target {
+	t.Helper()
+	return open(t, "standalone", StandaloneSandbox(t).URL)
+}
+
+// Cluster returns a cluster client to the shared 3-primary cluster.
+func Cluster(t testing.TB) Target {
+	t.Helper()
+	return open(t, "cluster", ClusterSandbox(t).URL)
+}
+
+// Embedded returns a client to a fresh miniredis, stopped at cleanup.
+func Embedded(t testing.TB) Target {
+	t.Helper()
+	m := miniredis.NewMiniRedis()
+	if err := m.Start(); err != nil {
+		t.Fatalf("start miniredis: %v", err)
+	}
+	t.Cleanup(m.Close)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	return Target{
+		Name:   "embedded",
+		URL:    "redis://" + m.Addr(),
+		Client: c,
+		Server: redisconn.Server{Product: "miniredis", Mode: "embedded", Addr: "embedded", Embedded: true},
+		Mini:   m,
+	}
+}
+
+// All returns the standalone, cluster and embedded targets, in that order.
+func All(t testing.TB) []Target {
+	t.Helper()
+	return []Target{Standalone(t), Cluster(t), Embedded(t)}
+}
+
+func open(t testing.TB, name, url string) Target {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := redisconn.Open(ctx, redisconn.Options{URL: url})
+	if err != nil {
+		t.Fatalf("connect to test %s server %s: %v", name, url, err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return Target{Name: name, URL: url, Client: conn.Client, Server: conn.Server}
+}
+
+// Key returns a key unique to this test, "test:{<uuid>}:<suffix>". Keys
+// from one call share a hash tag only with themselves; use KeysOneSlot for
+// several keys that must share a slot.
+func Key(t testing.TB, suffix string) string {
+	t.Helper()
+	return fmt.Sprintf("test:{%s}:%s", uuid.NewString(), suffix)
+}
+
+// KeysOneSlot returns n keys "test:{<uuid>}:<i>" sharing one hash tag.
+func KeysOneSlot(t testing.TB, n int) []string {
+	t.Helper()
+	tag := uuid.NewString()
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("test:{%s}:%d", tag, i)
+	}
+	return keys
+}
+
+// Cleanup deletes keys on c when the test ends (one DEL per key, so keys of
+// different slots work on a cluster too).
+func Cleanup(t testing.TB, c redis.UniversalClient, keys ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, k := range keys {
+			_ = c.Del(ctx, k).Err()
+		}
+	})
+}

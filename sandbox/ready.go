@@ -1,0 +1,148 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// client returns a single-node client for n, speaking TLS when the sandbox does.
+func client(n *Node, cfg Config) (*redis.Client, error) {
+	opt := &redis.Options{
+		Addr:         n.Addr,
+		Password:     cfg.Password,
+		DialTimeout:  time.Second,
+		ReadTimeout:  2 * time.Second,
+		WriteTimeout: 2 * time.Second,
+		PoolSize:     2,
+		MaxRetries:   -1,
+	}
+	if cfg.TLS != nil {
+		pem, err := os.ReadFile(cfg.TLS.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("read CA %s: %w", cfg.TLS.CAFile, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("no certificate in %s", cfg.TLS.CAFile)
+		}
+		opt.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, ServerName: "127.0.0.1"}
+	}
+	return redis.NewClient(opt), nil
+}
+
+func waitReady(ctx context.Context, n *Node, cfg Config) error {
+	c, err := client(n, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var last error
+	for {
+		if !n.Running() {
+			return fmt.Errorf("server on %s exited at start: %v (is the port taken, or the binary too old for these options?)", n.Addr, n.waitErr)
+		}
+		if last = c.Ping(ctx).Err(); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server on %s did not answer: %v", n.Addr, last)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// formCluster assigns the 16384 slots evenly to the primaries, introduces
+// every node to the first with CLUSTER MEET, attaches replicas, and waits
+// until every node reports cluster_state:ok and agrees on the slot map.
+func formCluster(ctx context.Context, sb *Sandbox, cfg Config) error {
+	clients := make([]*redis.Client, len(sb.Nodes))
+	for i, n := range sb.Nodes {
+		c, err := client(n, cfg)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	const slots = 16384
+	p := cfg.Primaries
+	for i := 0; i < p; i++ {
+		lo := i * slots / p
+		hi := (i+1)*slots/p - 1
+		if err := clients[i].Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
+			return fmt.Errorf("cluster addslotsrange on %s: %w", sb.Nodes[i].Addr, err)
+		}
+	}
+	first := sb.Nodes[0]
+	for i := 1; i < len(sb.Nodes); i++ {
+		if err := clients[i].ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(first.Port)).Err(); err != nil {
+			return fmt.Errorf("cluster meet from %s: %w", sb.Nodes[i].Addr, err)
+		}
+	}
+	if cfg.Replicas > 0 {
+		ids := make([]string, p)
+		for i := 0; i < p; i++ {
+			id, err := clients[i].Do(ctx, "CLUSTER", "MYID").Text()
+			if err != nil {
+				return fmt.Errorf("cluster myid on %s: %w", sb.Nodes[i].Addr, err)
+			}
+			ids[i] = id
+		}
+		for i := p; i < len(sb.Nodes); i++ {
+			primary := (i - p) % p
+			if err := waitKnows(ctx, clients[i], ids[primary]); err != nil {
+				return fmt.Errorf("replica %s: %w", sb.Nodes[i].Addr, err)
+			}
+			if err := clients[i].Do(ctx, "CLUSTER", "REPLICATE", ids[primary]).Err(); err != nil {
+				return fmt.Errorf("cluster replicate on %s: %w", sb.Nodes[i].Addr, err)
+			}
+		}
+	}
+	for _, c := range clients {
+		if err := waitClusterOK(ctx, c, len(sb.Nodes)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitKnows(ctx context.Context, c *redis.Client, id string) error {
+	for {
+		nodes, err := c.ClusterNodes(ctx).Result()
+		if err == nil && strings.Contains(nodes, id) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("never learned of node %s", id)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func waitClusterOK(ctx context.Context, c *redis.Client, nodes int) error {
+	var info string
+	for {
+		var err error
+		info, err = c.ClusterInfo(ctx).Result()
+		if err == nil && strings.Contains(info, "cluster_state:ok") &&
+			strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(nodes)+"\r\n") &&
+			strings.Contains(info, "cluster_slots_ok:16384") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster on %s not ready: %s", c.Options().Addr, strings.ReplaceAll(strings.TrimSpace(info), "\r\n", " "))
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
