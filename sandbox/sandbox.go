@@ -39,6 +39,8 @@ type Config struct {
 	TLS *TLS
 	// Password, when set, is required by every node (requirepass / masterauth).
 	Password string
+	// Args are extra server arguments, e.g. {"--maxclients", "20000"}.
+	Args []string
 	// Log receives the servers' own log lines; nil discards them.
 	Log io.Writer
 	// StartTimeout bounds the wait for every node (and cluster_state:ok); 0 means 20s.
@@ -257,6 +259,7 @@ func startNode(bin, dir string, i, port int, cfg Config, cluster bool) (*Node, e
 			"--cluster-port", strconv.Itoa(port+10000),
 		)
 	}
+	args = append(args, cfg.Args...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = nodeDir
 	cmd.Stdout = cfg.Log
