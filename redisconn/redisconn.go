@@ -177,6 +177,10 @@ func parse(raw string, opts Options) (*redis.Options, error) {
 	}
 	ro.DialTimeout = opts.Timeout
 	ro.DialerRetries = 2
+	// Honour context deadlines on every command, so a caller with a
+	// tighter budget than --redis-timeout (serve's per-request limit) is
+	// not held up.
+	ro.ContextTimeoutEnabled = true
 	ro.ReadTimeout = opts.Timeout
 	ro.WriteTimeout = opts.Timeout
 	if u.Scheme != "rediss" {
@@ -337,6 +341,9 @@ func (c *Conn) NewClient(poolSize int) redis.UniversalClient {
 		WriteTimeout: ro.WriteTimeout,
 		PoolSize:     ro.PoolSize,
 		Protocol:     ro.Protocol,
+
+		DialerRetries:         ro.DialerRetries,
+		ContextTimeoutEnabled: ro.ContextTimeoutEnabled,
 	})
 }
 
@@ -363,7 +370,7 @@ func openEmbedded(opts Options, why string) (*Conn, error) {
 	if opts.Notice != nil {
 		fmt.Fprintf(opts.Notice, "notice: %s; using an embedded in-process miniredis: results show the scripts' logic, not a real server's behaviour; pass --redis URL (or run 'ratelimit sandbox') to test a real one\n", why)
 	}
-	ro := &redis.Options{Addr: m.Addr(), DialTimeout: opts.Timeout, ReadTimeout: opts.Timeout, WriteTimeout: opts.Timeout}
+	ro := &redis.Options{Addr: m.Addr(), DialTimeout: opts.Timeout, ReadTimeout: opts.Timeout, WriteTimeout: opts.Timeout, ContextTimeoutEnabled: true}
 	c := &Conn{
 		Client: redis.NewClient(ro),
 		Server: Server{Product: "miniredis", Version: miniredisVersion(), Mode: "embedded", Addr: "embedded", Embedded: true},
