@@ -26,7 +26,7 @@ type Options struct {
 // Styles are lipgloss styles bound to one writer's renderer.
 type Styles struct {
 	Title, Header, Dim, Pass, Fail, Warn lipgloss.Style
-	r                                     *lipgloss.Renderer
+	r                                    *lipgloss.Renderer
 }
 
 // NewStyles builds styles from a renderer bound to w; without o.Color the

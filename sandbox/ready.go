@@ -8,10 +8,20 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 )
+
+var quietOnce sync.Once
+
+// quiet stops go-redis from logging pool errors to stderr while the
+// sandbox polls servers that are still starting.
+func quiet() {
+	quietOnce.Do(func() { redis.SetLogger(&logging.VoidLogger{}) })
+}
 
 // client returns a single-node client for n, speaking TLS when the sandbox does.
 func client(n *Node, cfg Config) (*redis.Client, error) {
@@ -47,7 +57,7 @@ func waitReady(ctx context.Context, n *Node, cfg Config) error {
 	var last error
 	for {
 		if !n.Running() {
-			return fmt.Errorf("server on %s exited at start: %v (is the port taken, or the binary too old for these options?)", n.Addr, n.waitErr)
+			return fmt.Errorf("server on %s %w: %v (is the port taken, or the binary too old for these options?)", n.Addr, errExitedAtStart, n.waitErr)
 		}
 		if last = c.Ping(ctx).Err(); last == nil {
 			return nil

@@ -22,6 +22,8 @@ import (
 	"time"
 )
 
+var errExitedAtStart = errors.New("exited at start")
+
 // ErrNoServer means no redis-server or valkey-server binary was found.
 var ErrNoServer = errors.New("no redis-server or valkey-server on PATH; install one (Debian: apt-get install redis-server) or pass --server-bin PATH")
 
@@ -97,7 +99,23 @@ func FindBinary(bin string) (string, error) {
 // Start launches the servers described by cfg and waits until they answer
 // (and, for a cluster, until every node reports cluster_state:ok). On error
 // everything already started is stopped again.
-func Start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
+func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
+	quiet()
+	// Free ports are found by binding and releasing them, so another
+	// process can take one before the server binds it; a server that
+	// exits at start is therefore retried on fresh ports.
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var sb *Sandbox
+		sb, err = start(ctx, cfg)
+		if err == nil || cfg.PortBase != 0 || !errors.Is(err, errExitedAtStart) || ctx.Err() != nil {
+			return sb, err
+		}
+	}
+	return nil, err
+}
+
+func start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 	bin, err := FindBinary(cfg.Bin)
 	if err != nil {
 		return nil, err
