@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# bench/eval.sh: script decisions per second, ours against redis-benchmark.
+#
+# Starts one disposable redis-server (ratelimit sandbox), then on that same
+# server and at the same concurrency runs
+#   1. the Go benchmark BenchmarkScriptDecisions (eval/bench_test.go): the
+#      token-bucket script through eval.Limiter.Allow, one EVALSHA round trip
+#      per decision, CONC goroutines on one key;
+#   2. redis-benchmark doing EVALSHA of the same script (loaded first with
+#      SCRIPT LOAD) with the same key and arguments, CONC connections;
+# and prints both rates and their ratio. Both run on this machine, so the
+# client's CPU competes with the server's: compare the ratio, not absolutes.
+#
+# Environment: CONC (default 50), BENCHTIME (Go, default 5s), REQUESTS
+# (redis-benchmark, default 200000).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CONC=${CONC:-50}
+BENCHTIME=${BENCHTIME:-5s}
+REQUESTS=${REQUESTS:-200000}
+KEY='rl:{bench}:tb'
+ARGS=(10 5 1) # capacity 10 tokens, 5 tokens/s, cost 1: as in the Go benchmark
+
+for tool in go redis-server redis-cli redis-benchmark; do
+  command -v "$tool" >/dev/null || { echo "bench/eval.sh: $tool not found (Debian: apt-get install redis-server redis-tools)" >&2; exit 2; }
+done
+
+tmp=$(mktemp -d)
+sandbox_pid=""
+cleanup() {
+  if [ -n "$sandbox_pid" ]; then
+    kill -INT "$sandbox_pid" 2>/dev/null || true
+    wait "$sandbox_pid" 2>/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+go build -o "$tmp/ratelimit" .
+"$tmp/ratelimit" sandbox --for 30m >"$tmp/sandbox.out" 2>"$tmp/sandbox.err" &
+sandbox_pid=$!
+url=""
+for _ in $(seq 1 100); do
+  url=$(grep -m1 '^redis://' "$tmp/sandbox.out" 2>/dev/null || true)
+  [ -n "$url" ] && break
+  sleep 0.1
+done
+[ -n "$url" ] || { echo "bench/eval.sh: sandbox did not start:" >&2; cat "$tmp/sandbox.err" >&2; exit 1; }
+hostport=${url#redis://}
+hostport=${hostport%%/*}
+host=${hostport%:*}
+port=${hostport##*:}
+
+echo "server: $(redis-server --version | awk '{print $1, $3}') at $url; concurrency $CONC; $(nproc) CPUs"
+
+go_out=$(RATELIMIT_BENCH_REDIS="$url" RATELIMIT_BENCH_CONC="$CONC" \
+  go test -run '^$' -bench '^BenchmarkScriptDecisions$' -benchtime "$BENCHTIME" ./eval)
+echo "$go_out" | grep -E '^Benchmark'
+go_rate=$(echo "$go_out" | awk '/^BenchmarkScriptDecisions/ { for (i = 1; i <= NF; i++) if ($i == "decisions/s") print $(i-1) }')
+
+sha=$(redis-cli -h "$host" -p "$port" SCRIPT LOAD "$(cat eval/token_bucket.lua)")
+rb_out=$(redis-benchmark -h "$host" -p "$port" -c "$CONC" -n "$REQUESTS" -q EVALSHA "$sha" 1 "$KEY" "${ARGS[@]}")
+rb_line=$(printf '%s\n' "$rb_out" | tr '\r' '\n' | grep 'requests per second' | tail -1)
+echo "redis-benchmark: $rb_line"
+rb_rate=$(printf '%s\n' "$rb_line" | grep -Eo '[0-9.]+ requests per second' | awk '{print $1}')
+redis-cli -h "$host" -p "$port" DEL "$KEY" >/dev/null
+
+[ -n "$go_rate" ] && [ -n "$rb_rate" ] || { echo "bench/eval.sh: could not read both rates" >&2; exit 1; }
+awk -v g="$go_rate" -v r="$rb_rate" -v c="$CONC" 'BEGIN {
+  printf "go eval.Limiter.Allow:  %10.0f decisions/s (%d goroutines)\n", g, c
+  printf "redis-benchmark EVALSHA: %9.0f requests/s  (%d connections)\n", r, c
+  printf "ratio go / redis-benchmark: %.2f\n", g / r
+}'

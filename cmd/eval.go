@@ -1,0 +1,255 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/report"
+)
+
+type evalOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	Args         []string // KEY, or KEY [KEY...] , ARG [ARG...] with --script
+	Algo         string
+	Capacity     int64
+	Rate         rate.Rate
+	Cost         int64
+	Limit        int64
+	Window       time.Duration
+	Burst        int64
+	Count        int
+	Interval     time.Duration
+	Identity     string
+	HashIdentity bool
+	Script       string
+	Function     bool
+	Simulate     bool
+	Arrivals     rate.Rate
+	For          time.Duration
+
+	// Changed holds the names of the flags given on the command line.
+	Changed map[string]bool
+}
+
+func newEvalCmd(f *Factory, run func(*evalOptions) error) *cobra.Command {
+	opts := &evalOptions{f: f}
+	c := &cobra.Command{
+		Use:   "eval [KEY | --script FILE KEY [KEY...] , ARG [ARG...]]",
+		Short: "Run a limiter Lua script against a key, call after call",
+		Long: `Run one of the embedded limiter scripts (or your own) against a key and show
+what each call answers: allowed or not, remaining, how long to wait, the key's
+TTL and the latency. Scripts run with EVALSHA and fall back to EVAL on NOSCRIPT,
+so a SCRIPT FLUSH, restart or failover between calls is harmless.
+
+Algorithms and their flags:
+  token-bucket    --capacity N --rate R          (new key starts full)
+  sliding-window  --limit N --window D           (log of admitted requests)
+  fixed-window    --limit N --window D           (counter, TTL set when new)
+  gcra            --rate R --burst N             (one stored arrival time)
+All take --cost N (default 1). Rates read 5, 5/s, 300/m, 1000/h or 5/100ms.
+
+--script FILE takes redis-cli --eval syntax: keys, a lone comma, arguments.
+Replies shaped like a limiter's ({allowed 0/1, remaining, ...}) get labelled
+columns, and keys the script left without a TTL are reported. Put -- before
+the keys when an argument starts with a dash.
+
+--simulate runs the real script on the server in virtual time (the scripts'
+optional now_ms argument) for a constant arrival stream and prints how many
+calls would be admitted: the prediction a load test is judged against.
+
+The embedded scripts are listed, printed and exported by 'ratelimit scripts'.`,
+		Example: `  # 7 quick calls against a bucket of 5 refilled at 1 token/s
+  ratelimit eval rl:{user42}:tb --algo token-bucket --capacity 5 --rate 1/s -n 7
+
+  # a sliding window of 3 per 10s for one API key, hashed out of the key name
+  ratelimit eval --identity "$API_KEY" --hash-identity --algo sliding-window --limit 3 --window 10s -n 5
+
+  # your own script, as with redis-cli --eval, twice a second
+  ratelimit eval --script bucket.lua rl:{user42}:b , 10 5 1 -n 6 --interval 500ms
+
+  # the same through Redis Functions (FUNCTION LOAD REPLACE + FCALL; Redis 7+)
+  ratelimit eval --script bucket.lua rl:{user42}:b , 10 5 1 --function
+
+  # predict admissions: 20 arrivals/s for 30s against a bucket of 10 at 5/s
+  ratelimit eval --simulate --arrivals 20/s --for 30s --algo token-bucket --capacity 10 --rate 5/s -o json`,
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ctx = c.Context()
+			opts.Args = args
+			opts.Changed = map[string]bool{}
+			c.Flags().Visit(func(fl *pflag.Flag) { opts.Changed[fl.Name] = true })
+			if run != nil {
+				return run(opts)
+			}
+			return runEval(opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&opts.Algo, "algo", string(eval.TokenBucket), "algorithm: token-bucket, sliding-window, fixed-window or gcra")
+	fl.Int64Var(&opts.Capacity, "capacity", 0, "token-bucket: tokens the bucket holds")
+	fl.Var(&opts.Rate, "rate", "token-bucket: refill rate; gcra: steady rate (5, 5/s, 300/m, 1000/h)")
+	fl.Int64Var(&opts.Cost, "cost", 1, "units each call takes")
+	fl.Int64Var(&opts.Limit, "limit", 0, "sliding-window, fixed-window: calls admitted per window")
+	fl.DurationVar(&opts.Window, "window", 0, "sliding-window, fixed-window: window length (10s, 1m)")
+	fl.Int64Var(&opts.Burst, "burst", 0, "gcra: calls that may pass at once")
+	fl.IntVarP(&opts.Count, "count", "n", 1, "number of calls")
+	fl.DurationVar(&opts.Interval, "interval", 0, "pause between calls (e.g. 200ms)")
+	fl.StringVar(&opts.Identity, "identity", "", "build the key as rl:{ID}:<algo> instead of giving KEY")
+	fl.BoolVar(&opts.HashIdentity, "hash-identity", false, "replace the identity with a short SHA-256 prefix, so API keys never appear in key names")
+	fl.StringVar(&opts.Script, "script", "", "run your own Lua FILE; keys and arguments follow: KEY [KEY...] , ARG [ARG...]")
+	fl.BoolVar(&opts.Function, "function", false, "load the script as a Redis Functions library and call it with FCALL (Redis 7+)")
+	fl.BoolVar(&opts.Simulate, "simulate", false, "predict admissions for --arrivals over --for in virtual time (no KEY)")
+	fl.Var(&opts.Arrivals, "arrivals", "with --simulate: constant arrival rate, e.g. 20/s")
+	fl.DurationVar(&opts.For, "for", 0, "with --simulate: virtual duration, e.g. 30s")
+	return c
+}
+
+// evalAlgoFlags are the parameter flags each algorithm reads.
+var evalAlgoFlags = map[eval.Algo][]string{
+	eval.TokenBucket:   {"capacity", "rate"},
+	eval.SlidingWindow: {"limit", "window"},
+	eval.FixedWindow:   {"limit", "window"},
+	eval.GCRA:          {"rate", "burst"},
+}
+
+// check validates flag combinations; every problem is exit 2.
+func (opts *evalOptions) check() (eval.Algo, error) {
+	set := opts.Changed
+	conflict := func(mode string, names ...string) error {
+		for _, n := range names {
+			if set[n] {
+				return exitcode.Usagef("--%s does not apply with %s", n, mode)
+			}
+		}
+		return nil
+	}
+	if !opts.Simulate {
+		if err := conflict("calls against a key (it needs --simulate)", "arrivals", "for"); err != nil {
+			return "", err
+		}
+	}
+	if opts.Script != "" {
+		if err := conflict("--script (the script's arguments follow the comma)", "algo", "capacity", "rate", "cost", "limit", "window", "burst", "identity", "hash-identity", "simulate"); err != nil {
+			return "", err
+		}
+		return "", nil
+	}
+	algo, err := eval.ParseAlgo(opts.Algo)
+	if err != nil {
+		return "", err
+	}
+	uses := evalAlgoFlags[algo]
+	for _, n := range []string{"capacity", "rate", "limit", "window", "burst"} {
+		if set[n] && !slices.Contains(uses, n) {
+			return "", exitcode.Usagef("--%s does not apply to %s; it uses --%s", n, algo, strings.Join(uses, " and --"))
+		}
+	}
+	if opts.Cost < 1 {
+		return "", exitcode.Usagef("--cost %d must be at least 1", opts.Cost)
+	}
+	if opts.Simulate {
+		if err := conflict("--simulate (it uses a temporary key and virtual time)", "count", "interval", "identity", "hash-identity", "function"); err != nil {
+			return "", err
+		}
+		if len(opts.Args) > 0 {
+			return "", exitcode.Usagef("--simulate uses a temporary key of its own; drop %q", opts.Args[0])
+		}
+		if !set["arrivals"] || !set["for"] {
+			return "", exitcode.Usagef("--simulate needs --arrivals RATE and --for DURATION, e.g. --arrivals 20/s --for 30s")
+		}
+		return algo, nil
+	}
+	if len(opts.Args) > 1 {
+		return "", exitcode.Usagef("eval takes one KEY, got %d arguments; for your own script use --script FILE KEY [KEY...] , ARG [ARG...]", len(opts.Args))
+	}
+	if opts.Count < 1 {
+		return "", exitcode.Usagef("--count %d must be at least 1", opts.Count)
+	}
+	return algo, nil
+}
+
+func (opts *evalOptions) params(algo eval.Algo) eval.Params {
+	return eval.Params{Algo: algo, Capacity: opts.Capacity, Rate: opts.Rate, Cost: opts.Cost,
+		Limit: opts.Limit, Window: opts.Window, Burst: opts.Burst}
+}
+
+func runEval(opts *evalOptions) error {
+	f := opts.f
+	format, err := f.Format("text", "json")
+	if err != nil {
+		return err
+	}
+	algo, err := opts.check()
+	if err != nil {
+		return err
+	}
+	// Check all input before connecting, so bad input is exit 2 even when
+	// no Redis is around.
+	var src string
+	if opts.Script == "" {
+		if _, err := eval.NewLimiter(opts.params(algo)); err != nil {
+			return err
+		}
+	} else {
+		if _, _, err := eval.ParseEvalArgs(opts.Args); err != nil {
+			return err
+		}
+		if src, err = eval.ReadScript(opts.Script); err != nil {
+			return err
+		}
+	}
+	if opts.Simulate {
+		if _, err := eval.ArrivalTimes(opts.Arrivals, opts.For); err != nil {
+			return err
+		}
+	}
+	eo := eval.Options{
+		Params: opts.params(algo), Identity: opts.Identity, HashIdentity: opts.HashIdentity,
+		Count: opts.Count, Interval: opts.Interval, Function: opts.Function,
+	}
+	if opts.Script != "" {
+		eo.ScriptFile, eo.ScriptWords, eo.ScriptSource = opts.Script, opts.Args, src
+	} else if !opts.Simulate {
+		if len(opts.Args) == 1 {
+			eo.Key = opts.Args[0]
+		}
+		if _, err := eval.ResolveKey(eo, algo); err != nil {
+			return err
+		}
+	}
+	conn, err := f.Redis(opts.ctx)
+	if err != nil {
+		return err
+	}
+	if opts.Simulate {
+		res, err := eval.Simulate(opts.ctx, conn.Client, eval.SimOptions{
+			Params: opts.params(algo), Arrivals: opts.Arrivals, For: opts.For, Server: conn.Server,
+		})
+		if err != nil {
+			return fmt.Errorf("eval --simulate: %w", err)
+		}
+		if format == "json" {
+			return report.JSON(f.IO.Out, res)
+		}
+		return report.EvalSimulateText(f.IO.Out, res, f.ReportOptions())
+	}
+	eo.Server = conn.Server
+	res, err := eval.Run(opts.ctx, conn.Client, eo)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	if format == "json" {
+		return report.JSON(f.IO.Out, res)
+	}
+	return report.EvalText(f.IO.Out, res, f.ReportOptions())
+}

@@ -1,0 +1,193 @@
+package cmd
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/redistest"
+)
+
+func TestEvalFlags(t *testing.T) {
+	tf := newTestFactory(t)
+	var got *evalOptions
+	c := newEvalCmd(tf.Factory, func(o *evalOptions) error { got = o; return nil })
+	c.SetArgs([]string{"rl:{u}:tb", "--algo", "gcra", "--rate", "300/m", "--burst", "4", "--cost", "2", "-n", "3", "--interval", "150ms"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Algo != "gcra" || got.Rate.PerSecond() != 5 || got.Burst != 4 || got.Cost != 2 || got.Count != 3 ||
+		got.Interval != 150*time.Millisecond || len(got.Args) != 1 || got.Args[0] != "rl:{u}:tb" {
+		t.Errorf("options = %+v", got)
+	}
+	if !got.Changed["burst"] || got.Changed["capacity"] {
+		t.Errorf("changed = %v, want burst and not capacity", got.Changed)
+	}
+
+	c = newEvalCmd(tf.Factory, func(o *evalOptions) error { got = o; return nil })
+	c.SetArgs([]string{"--script", "f.lua", "k1", "k2", ",", "10", "--", "-5"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Script != "f.lua" || strings.Join(got.Args, " ") != "k1 k2 , 10 -5" {
+		t.Errorf("script %q args %q, want f.lua and k1 k2 , 10 -5", got.Script, got.Args)
+	}
+}
+
+func TestEvalBadInput(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "ok.lua")
+	if err := os.WriteFile(script, []byte("return 1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"k", "--capacity", "0", "--rate", "1/s"},
+		{"k", "--capacity", "-3", "--rate", "1/s"},
+		{"k", "--capacity", "5", "--rate", "0"},
+		{"k", "--capacity", "5", "--rate", "abc"},
+		{"k", "--capacity", "5", "--rate", "5/x"},
+		{"k", "--algo", "leaky"},
+		{"k", "--capacity", "5"},
+		{"k", "--capacity", "5", "--rate", "1/s", "--window", "10s"},
+		{"k", "--algo", "sliding-window", "--limit", "3", "--window", "10s", "--burst", "2"},
+		{"k", "--algo", "sliding-window", "--limit", "3", "--window", "abc"},
+		{"k", "--capacity", "5", "--rate", "1/s", "--cost", "0"},
+		{"k", "--capacity", "5", "--rate", "1/s", "-n", "0"},
+		{"k", "--capacity", "5", "--rate", "1/s", "--arrivals", "20/s"},
+		{"k", "extra", "--capacity", "5", "--rate", "1/s"},
+		{"k", "--identity", "u", "--capacity", "5", "--rate", "1/s"},
+		{"--capacity", "5", "--rate", "1/s"},
+		{"--identity", "a}b", "--capacity", "5", "--rate", "1/s"},
+		{"--simulate", "--capacity", "5", "--rate", "1/s"},
+		{"--simulate", "--arrivals", "20/s", "--for", "30s", "k", "--capacity", "5", "--rate", "1/s"},
+		{"--simulate", "--arrivals", "20/s", "--for", "-1s", "--capacity", "5", "--rate", "1/s"},
+		{"--script", script, "k", "10"},
+		{"--script", script, "k,", "10"},
+		{"--script", filepath.Join(dir, "missing.lua"), "k", ",", "10"},
+		{"--script", dir, "k", ","},
+		{"--script", script, "k", ",", "--capacity", "5"},
+		{"-o", "junit", "k", "--capacity", "5", "--rate", "1/s"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			tf := newTestFactory(t)
+			tf.Factory.Redis = nil // bad input must be caught before connecting
+			code := tf.execute(t, append([]string{"eval"}, args...)...)
+			if code != exitcode.Usage {
+				t.Fatalf("exit = %d, want %d (stderr %q)", code, exitcode.Usage, tf.ErrOut.String())
+			}
+			if lines := strings.Count(tf.ErrOut.String(), "\n"); lines != 1 || !strings.HasPrefix(tf.ErrOut.String(), "error: ") {
+				t.Errorf("stderr = %q, want one error line", tf.ErrOut.String())
+			}
+		})
+	}
+}
+
+func TestEvalFunctionOnEmbeddedIsUsageError(t *testing.T) {
+	tf := newTestFactory(t)
+	code := tf.execute(t, "eval", "--redis", "embedded", "k", "--capacity", "5", "--rate", "1/s", "--function")
+	if code != exitcode.Usage || !strings.Contains(tf.ErrOut.String(), "Redis Functions") {
+		t.Fatalf("exit = %d, stderr %q; want 2 and a word on Redis Functions", code, tf.ErrOut.String())
+	}
+}
+
+// TestEvalCommandOnAllTargets runs the acceptance calls through the command
+// on the real standalone server, the real cluster and the embedded server.
+func TestEvalCommandOnAllTargets(t *testing.T) {
+	for _, tg := range redistest.All(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			url := tg.URL
+			if tg.Name == "embedded" {
+				url = "embedded" // the command's own in-process server
+			}
+			key := redistest.Key(t, "tb")
+			redistest.Cleanup(t, tg.Client, key)
+			tf := newTestFactory(t)
+			if code := tf.execute(t, "eval", "--redis", url, key, "--capacity", "5", "--rate", "1/s", "-n", "7", "-o", "json"); code != 0 {
+				t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
+			}
+			var res eval.Result
+			if err := json.Unmarshal(tf.Out.Bytes(), &res); err != nil {
+				t.Fatalf("decode json: %v\n%s", err, tf.Out.String())
+			}
+			if res.Kind != "eval" || res.Summary.Allowed != 5 || res.Summary.Refused != 2 || *res.Summary.RetryMs <= 800 || *res.Summary.RetryMs > 1000 {
+				t.Errorf("result kind %q summary %+v", res.Kind, res.Summary)
+			}
+			if !strings.Contains(tf.Out.String(), `"retry_ms"`) || !strings.Contains(tf.Out.String(), `"latency_us"`) {
+				t.Errorf("json lacks snake_case fields:\n%s", tf.Out.String())
+			}
+
+			tf = newTestFactory(t)
+			if code := tf.execute(t, "eval", "--redis", url, "--simulate", "--arrivals", "20/s", "--for", "30s", "--capacity", "10", "--rate", "5/s"); code != 0 {
+				t.Fatalf("simulate exit %d: %s", code, tf.ErrOut.String())
+			}
+			out := tf.Out.String()
+			if !strings.HasPrefix(out, "server: ") || !strings.Contains(out, "600 arrivals: 159 admitted") || !strings.Contains(out, "same decisions") {
+				t.Errorf("simulate text:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestEvalCommandScriptText(t *testing.T) {
+	tg := redistest.Standalone(t)
+	key := redistest.Key(t, "leak")
+	redistest.Cleanup(t, tg.Client, key, key+":total")
+	tf := newTestFactory(t)
+	script := filepath.Join("..", "eval", "testdata", "leaky_counter.lua")
+	if code := tf.execute(t, "eval", "--redis", tg.URL, "--script", script, key, ",", "1", "-n", "2"); code != 0 {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
+	}
+	out := tf.Out.String()
+	for _, want := range []string{"allowed  remaining", "1 allowed, 1 refused", "2 key(s) without a TTL", key + ":total"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestScriptsCommand(t *testing.T) {
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "scripts"); code != 0 {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
+	}
+	for _, name := range eval.ScriptNames() {
+		if !strings.Contains(tf.Out.String(), name) {
+			t.Errorf("list lacks %s:\n%s", name, tf.Out.String())
+		}
+	}
+
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "scripts", "gcra"); code != 0 {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
+	}
+	s, _ := eval.ScriptByName("gcra")
+	if tf.Out.String() != s.Source || !strings.HasPrefix(s.Source, "-- gcra.lua") {
+		t.Errorf("scripts gcra printed %d bytes, want the %d-byte source", tf.Out.Len(), len(s.Source))
+	}
+
+	dir := filepath.Join(t.TempDir(), "lua")
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "scripts", "--export", dir, "-o", "json"); code != 0 {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
+	}
+	var cat eval.Catalog
+	if err := json.Unmarshal(tf.Out.Bytes(), &cat); err != nil || cat.Kind != "scripts" || len(cat.Scripts) != 4 {
+		t.Fatalf("export json = %+v, %v", cat, err)
+	}
+	for _, s := range eval.Scripts() {
+		b, err := os.ReadFile(filepath.Join(dir, s.File))
+		if err != nil || string(b) != s.Source {
+			t.Errorf("exported %s: %v, same content %v", s.File, err, string(b) == s.Source)
+		}
+	}
+
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "scripts", "leaky-bucket"); code != exitcode.Usage {
+		t.Errorf("scripts leaky-bucket exit = %d, want 2", code)
+	}
+}

@@ -1,0 +1,67 @@
+-- gcra.lua: generic cell rate algorithm limiter (ratelimit, embedded script).
+--
+-- KEYS[1]  the theoretical arrival time (TAT): a string, Unix time in microseconds
+-- ARGV[1]  rate: requests per second (> 0, fractional allowed, at most 1e6)
+-- ARGV[2]  burst: requests that may pass at once (integer >= 1)
+-- ARGV[3]  cost: requests this call counts for (integer >= 1; optional, default 1)
+-- ARGV[4]  now_ms: Unix time in ms replacing the server's TIME (optional; for tests and simulations)
+--
+-- Reply: {allowed (1 or 0), remaining, ms until retry (0 if allowed, -1 if cost > burst),
+--         ms until reset (TAT reached: the full burst is available again)}
+--
+-- One value is stored. The emission interval is 1e6 / rate microseconds rounded to the nearest
+-- microsecond; the tolerance is interval * burst. Refused calls write nothing. The key expires
+-- 1000 ms after its TAT: an expired TAT and one in the past are the same.
+-- Example: redis-cli --eval gcra.lua rl:{user42}:gcra , 5 10
+
+if redis.replicate_commands then redis.replicate_commands() end
+
+local function num(i, default)
+  local v = ARGV[i]
+  if v == nil or v == '' then return default end
+  return tonumber(v)
+end
+
+local key = KEYS[1]
+local rate, burst, cost, now_ms = num(1), num(2), num(3, 1), num(4)
+if key == nil then return redis.error_reply('ERR gcra: pass the TAT key as KEYS[1]') end
+if rate == nil or not (rate > 0) or rate > 1e6 then
+  return redis.error_reply('ERR gcra: rate (ARGV[1], requests per second) must be > 0 and at most 1e6')
+end
+if burst == nil or burst < 1 or burst > 1e9 or math.floor(burst) ~= burst then
+  return redis.error_reply('ERR gcra: burst (ARGV[2]) must be an integer from 1 to 1e9')
+end
+if cost == nil or cost < 1 or math.floor(cost) ~= cost then
+  return redis.error_reply('ERR gcra: cost (ARGV[3]) must be an integer >= 1')
+end
+if now_ms == nil then
+  local t = redis.call('TIME')
+  now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local now = math.floor(now_ms) * 1000
+
+local interval = math.floor(1000000 / rate + 0.5)
+local dvt = interval * burst
+local tat = now
+local stored = redis.call('GET', key)
+if stored then
+  local v = tonumber(stored)
+  if v and v > now then tat = v end
+end
+
+local new_tat = tat + interval * cost
+local allowed, retry = 0, 0
+if new_tat - now > dvt then
+  if interval * cost > dvt then
+    retry = -1
+  else
+    retry = math.ceil((new_tat - now - dvt) / 1000)
+  end
+else
+  allowed = 1
+  tat = new_tat
+  redis.call('SET', key, tat, 'PX', math.ceil((tat - now) / 1000) + 1000)
+end
+local remaining = math.floor((dvt - (tat - now)) / interval)
+if remaining < 0 then remaining = 0 end
+return {allowed, remaining, retry, math.ceil((tat - now) / 1000)}

@@ -1,0 +1,359 @@
+package eval
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/redisconn"
+)
+
+// Options configure Run.
+type Options struct {
+	// Params choose and configure an embedded limiter script. Ignored when
+	// ScriptFile is set.
+	Params Params
+	// Key is the key to limit; or give Identity to build "rl:{<id>}:<algo>".
+	Key          string
+	Identity     string
+	HashIdentity bool // replace the identity with a short SHA-256 prefix
+
+	Count    int           // calls to make; 0 means 1
+	Interval time.Duration // pause between calls
+
+	// ScriptFile is the user's Lua file and ScriptWords the words after it,
+	// "KEY [KEY...] , ARG [ARG...]" as for redis-cli --eval.
+	ScriptFile  string
+	ScriptWords []string
+	// ScriptSource is the file's content when the caller already read it
+	// (with ReadScript); empty means Run reads ScriptFile.
+	ScriptSource string
+
+	// Function loads the script as a Redis Functions library and calls it
+	// with FCALL instead of EVALSHA.
+	Function bool
+
+	// Server is copied into the result.
+	Server redisconn.Server
+
+	// Sleep waits between calls; nil sleeps on a real timer. Tests inject
+	// one that only records.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// NewID returns sliding-window request ids; nil means random UUIDs.
+	NewID func() string
+}
+
+// Result is the document `ratelimit eval` renders (kind "eval").
+type Result struct {
+	Kind    string           `json:"kind"`
+	Version int              `json:"version"`
+	Server  redisconn.Server `json:"server"`
+	// Algo is the algorithm, or "script" for --script.
+	Algo string `json:"algo"`
+	// Key is the limited key (KEYS[1] of a user script).
+	Key string `json:"key"`
+	// IdentityHashed is true when --hash-identity replaced the id in Key.
+	IdentityHashed bool `json:"identity_hashed,omitempty"`
+	// Params are the limiter's parameters (embedded scripts only).
+	Params *ParamsDoc `json:"params,omitempty"`
+	// Script describes what ran: the file, its digest and how it was called.
+	Script ScriptDoc `json:"script"`
+	// ReplyShape is "limiter" when every reply looked like {allowed 0/1,
+	// remaining, ...} and the decision fields of the calls are filled in,
+	// else "raw".
+	ReplyShape string  `json:"reply_shape"`
+	Calls      []Call  `json:"calls"`
+	Summary    Summary `json:"summary"`
+	// NoTTL lists keys the script touched that have no TTL (--script only).
+	NoTTL *TTLCheck `json:"no_ttl,omitempty"`
+}
+
+// ParamsDoc is the JSON form of Params.
+type ParamsDoc struct {
+	Capacity   int64   `json:"capacity,omitempty"`
+	Rate       string  `json:"rate,omitempty"`
+	RatePerSec float64 `json:"rate_per_sec,omitempty"`
+	Cost       int64   `json:"cost"`
+	Limit      int64   `json:"limit,omitempty"`
+	WindowMs   int64   `json:"window_ms,omitempty"`
+	Burst      int64   `json:"burst,omitempty"`
+	// PolicyQuota and PolicyWindowSeconds are the RateLimit-Policy q and w.
+	PolicyQuota         int64 `json:"policy_quota"`
+	PolicyWindowSeconds int64 `json:"policy_window_seconds"`
+}
+
+// ScriptDoc says which script ran and how.
+type ScriptDoc struct {
+	Name     string   `json:"name"` // embedded script name or the user's file
+	SHA1     string   `json:"sha1"`
+	Via      string   `json:"via"`                // "evalsha" or "fcall"
+	Function string   `json:"function,omitempty"` // FCALL name with --function
+	Keys     []string `json:"keys"`
+	Args     []string `json:"args"` // ARGV of the first call, as sent
+}
+
+// Call is one script call. The decision fields are present only when the
+// reply has the shape of a limiter reply.
+type Call struct {
+	N         int    `json:"n"`
+	Allowed   *bool  `json:"allowed,omitempty"`
+	Remaining *int64 `json:"remaining,omitempty"`
+	RetryMs   *int64 `json:"retry_ms,omitempty"`
+	ResetMs   *int64 `json:"reset_ms,omitempty"`
+	// TTLMs is PTTL of the key after the call: -1 no TTL, -2 no key.
+	TTLMs     int64 `json:"ttl_ms"`
+	LatencyUs int64 `json:"latency_us"`
+	Reply     any   `json:"reply"`
+}
+
+// Summary counts the decisions.
+type Summary struct {
+	Allowed int `json:"allowed"`
+	Refused int `json:"refused"`
+	// RetryMs is the retry time of the last refused call (absent if none
+	// was refused or the replies carry no retry time).
+	RetryMs *int64 `json:"retry_ms,omitempty"`
+}
+
+// KeyFor builds the key of one identity, "rl:{<id>}:<algo>". The hash tag
+// keeps all of one identity's keys in one Cluster slot. With hash the id is
+// replaced by the first 16 hex digits of its SHA-256, so API keys never
+// appear in key names.
+func KeyFor(id string, algo Algo, hash bool) (string, error) {
+	if id == "" {
+		return "", exitcode.Usagef("--identity is empty; pass the caller's id, e.g. --identity user42")
+	}
+	if hash {
+		sum := sha256.Sum256([]byte(id))
+		id = hex.EncodeToString(sum[:])[:16]
+	} else if strings.ContainsAny(id, "{}") {
+		return "", exitcode.Usagef("--identity %q contains { or }, which would break the key's hash tag; add --hash-identity", id)
+	}
+	return fmt.Sprintf("rl:{%s}:%s", id, algo), nil
+}
+
+// Run makes the calls Options ask for and returns what each one answered.
+func Run(ctx context.Context, c redis.UniversalClient, opts Options) (Result, error) {
+	if opts.Count < 0 {
+		return Result{}, exitcode.Usagef("--count %d must be at least 1", opts.Count)
+	}
+	if opts.Count == 0 {
+		opts.Count = 1
+	}
+	if opts.Interval < 0 {
+		return Result{}, exitcode.Usagef("--interval %s must not be negative", opts.Interval)
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleep
+	}
+	if opts.ScriptFile != "" {
+		return runUserScript(ctx, c, opts)
+	}
+	return runLimiter(ctx, c, opts)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Result, error) {
+	if len(opts.ScriptWords) > 0 {
+		return Result{}, exitcode.Usagef("unexpected arguments %q; give one KEY, or use --script FILE KEY , ARG", opts.ScriptWords)
+	}
+	l, err := NewLimiter(opts.Params)
+	if err != nil {
+		return Result{}, err
+	}
+	l.NewID = opts.NewID
+	key, err := ResolveKey(opts, l.p.Algo)
+	if err != nil {
+		return Result{}, err
+	}
+	p, pol := l.p, l.Policy()
+	res := newResult(opts.Server)
+	res.Algo = string(p.Algo)
+	res.Key = key
+	res.IdentityHashed = opts.Identity != "" && opts.HashIdentity
+	res.Params = &ParamsDoc{Cost: p.Cost, PolicyQuota: pol.Quota, PolicyWindowSeconds: pol.WindowSeconds}
+	switch p.Algo {
+	case TokenBucket:
+		res.Params.Capacity, res.Params.Rate, res.Params.RatePerSec = p.Capacity, p.Rate.String(), p.Rate.PerSecond()
+	case SlidingWindow, FixedWindow:
+		res.Params.Limit, res.Params.WindowMs = p.Limit, p.Window.Milliseconds()
+	case GCRA:
+		res.Params.Burst, res.Params.Rate, res.Params.RatePerSec = p.Burst, p.Rate.String(), p.Rate.PerSecond()
+	}
+	s := l.Script()
+	var call caller = &evalCaller{script: l.script, c: c}
+	res.Script = ScriptDoc{Name: s.File, SHA1: s.SHA1(), Via: "evalsha", Keys: []string{key}}
+	if opts.Function {
+		fc, err := loadFunction(ctx, c, s.Source)
+		if err != nil {
+			return Result{}, err
+		}
+		defer fc.unload()
+		call = fc
+		res.Script.Via, res.Script.Function = "fcall", fc.name
+	}
+	res.ReplyShape = "limiter"
+	for i := 1; i <= opts.Count; i++ {
+		if i > 1 {
+			if err := opts.Sleep(ctx, opts.Interval); err != nil {
+				return res, err
+			}
+		}
+		args := l.Args(0, l.newID())
+		if i == 1 {
+			res.Script.Args = argStrings(args)
+		}
+		start := time.Now()
+		reply, err := call.call(ctx, []string{key}, args)
+		lat := time.Since(start)
+		if err != nil {
+			return res, redisError(fmt.Sprintf("run %s script on %s", p.Algo, key), err)
+		}
+		d, err := l.Decode(reply)
+		if err != nil {
+			return res, err
+		}
+		ttl, err := pttl(ctx, c, key)
+		if err != nil {
+			return res, err
+		}
+		res.Calls = append(res.Calls, Call{
+			N: i, Allowed: &d.Allowed, Remaining: &d.Remaining, RetryMs: &d.RetryMs, ResetMs: &d.ResetMs,
+			TTLMs: ttl, LatencyUs: lat.Microseconds(), Reply: jsonReply(reply),
+		})
+	}
+	res.Summary = summarize(res.Calls)
+	return res, nil
+}
+
+func newResult(s redisconn.Server) Result {
+	return Result{Kind: "eval", Version: 1, Server: s, Calls: []Call{}}
+}
+
+// ResolveKey returns the key Run will use: KEY, or the one built from
+// --identity. Both or neither are bad input.
+func ResolveKey(opts Options, algo Algo) (string, error) {
+	switch {
+	case opts.Key != "" && opts.Identity != "":
+		return "", exitcode.Usagef("give either KEY or --identity, not both")
+	case opts.Identity != "":
+		return KeyFor(opts.Identity, algo, opts.HashIdentity)
+	case opts.HashIdentity:
+		return "", exitcode.Usagef("--hash-identity needs --identity ID")
+	case opts.Key == "":
+		return "", exitcode.Usagef("no key: pass KEY (e.g. rl:{user42}:tb) or --identity ID")
+	}
+	return opts.Key, nil
+}
+
+func summarize(calls []Call) Summary {
+	var s Summary
+	for _, c := range calls {
+		if c.Allowed == nil {
+			continue
+		}
+		if *c.Allowed {
+			s.Allowed++
+			continue
+		}
+		s.Refused++
+		if c.RetryMs != nil {
+			r := *c.RetryMs
+			s.RetryMs = &r
+		}
+	}
+	return s
+}
+
+// pttl returns PTTL key in ms: -1 no TTL, -2 no key.
+func pttl(ctx context.Context, c redis.UniversalClient, key string) (int64, error) {
+	v, err := c.Do(ctx, "PTTL", key).Int64()
+	if err != nil {
+		return 0, redisError("read the ttl of "+key, err)
+	}
+	return v, nil
+}
+
+func argStrings(args []any) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = fmt.Sprint(a)
+	}
+	return out
+}
+
+// jsonReply turns a go-redis reply into values encoding/json renders
+// faithfully: error elements become {"error": "..."}, maps get string keys.
+func jsonReply(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonReply(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = jsonReply(e)
+		}
+		return out
+	case error:
+		return map[string]any{"error": x.Error()}
+	}
+	return v
+}
+
+// redisError wraps err with what was being done and marks connection
+// failures as unreachable (exit 3). Server error replies stay exit 1.
+func redisError(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var nerr net.Error
+	var rerr redis.Error
+	if !errors.As(err, &rerr) && (errors.As(err, &nerr) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrClosed)) {
+		return exitcode.UnreachableError(fmt.Errorf("%s: %w; check that the server is up and --redis points at it", what, err))
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// ReadScript reads the user's script file; failures are bad input.
+func ReadScript(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", exitcode.Usagef("read script: %w", err)
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return "", exitcode.Usagef("script %s is empty", path)
+	}
+	return string(b), nil
+}

@@ -1,0 +1,196 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/redisconn"
+)
+
+// SimOptions configure Simulate.
+type SimOptions struct {
+	Params   Params
+	Arrivals rate.Rate     // constant arrival rate, e.g. 20/s
+	For      time.Duration // virtual duration, e.g. 30s
+	Server   redisconn.Server
+}
+
+// maxArrivals bounds one simulation (each arrival is one script call).
+const maxArrivals = 1_000_000
+
+// simBatch is how many calls go in one pipeline.
+const simBatch = 1000
+
+// SimResult is the document of `ratelimit eval --simulate` (kind "simulate").
+type SimResult struct {
+	Kind       string           `json:"kind"`
+	Version    int              `json:"version"`
+	Server     redisconn.Server `json:"server"`
+	Algo       string           `json:"algo"`
+	Params     ParamsDoc        `json:"params"`
+	Rate       string           `json:"arrival_rate"` // e.g. "20/s"
+	ForMs      int64            `json:"for_ms"`
+	Arrivals   int              `json:"arrivals"`
+	Admitted   int              `json:"admitted"`
+	Refused    int              `json:"refused"`
+	PerSecond  []int            `json:"per_second"`       // admitted in each virtual second
+	Model      int              `json:"model_admitted"`   // what the pure Go model admits
+	Agrees     bool             `json:"model_agrees"`     // script and model made the same decisions
+	WallMs     float64          `json:"wall_ms"`          // wall time spent on the server
+	Pipelines  int              `json:"pipelines"`        // round trips used for the calls
+	FirstRefMs int64            `json:"first_refused_ms"` // virtual ms of the first refusal, -1 if none
+}
+
+// ArrivalTimes returns the virtual ms of a constant arrival stream: i x
+// Per / Count for every i whose time is before d, at 1 ms resolution
+// (20/s for 30s: 0, 50, ..., 29950).
+func ArrivalTimes(r rate.Rate, d time.Duration) ([]int64, error) {
+	if r.IsZero() || !(r.Count > 0) || r.Per <= 0 {
+		return nil, exitcode.Usagef("--arrivals needs a rate greater than 0, e.g. 20/s")
+	}
+	if d <= 0 {
+		return nil, exitcode.Usagef("--for needs a positive duration, e.g. 30s")
+	}
+	gap := float64(r.Per) / r.Count // ns between arrivals
+	n := math.Ceil(float64(d) / gap)
+	if n > maxArrivals {
+		return nil, exitcode.Usagef("--arrivals %s for %s is %.0f calls; the limit is %d", r, d, n, maxArrivals)
+	}
+	times := make([]int64, 0, int(n))
+	for i := 0; ; i++ {
+		ns := math.Round(float64(i) * gap)
+		if ns >= float64(d) {
+			break
+		}
+		times = append(times, int64(ns)/int64(time.Millisecond))
+	}
+	return times, nil
+}
+
+// Simulate runs the limiter's real script on the server for a constant
+// arrival stream in virtual time: every call passes now_ms, so 30 s of
+// arrivals take one pipelined round trip per thousand calls. It uses a
+// fresh key of its own and deletes it afterwards. The pure Go model runs
+// beside it, and the result says whether both decided alike.
+func Simulate(ctx context.Context, c redis.UniversalClient, opts SimOptions) (SimResult, error) {
+	l, err := NewLimiter(opts.Params)
+	if err != nil {
+		return SimResult{}, err
+	}
+	times, err := ArrivalTimes(opts.Arrivals, opts.For)
+	if err != nil {
+		return SimResult{}, err
+	}
+	p, pol := l.p, l.Policy()
+	res := SimResult{
+		Kind: "simulate", Version: 1, Server: opts.Server, Algo: string(p.Algo),
+		Params: ParamsDoc{Capacity: p.Capacity, Cost: p.Cost, Limit: p.Limit, WindowMs: p.Window.Milliseconds(), Burst: p.Burst,
+			PolicyQuota: pol.Quota, PolicyWindowSeconds: pol.WindowSeconds},
+		Rate: opts.Arrivals.String(), ForMs: opts.For.Milliseconds(), Arrivals: len(times),
+		PerSecond: make([]int, int(math.Ceil(opts.For.Seconds()))), FirstRefMs: -1,
+	}
+	if p.Algo == TokenBucket || p.Algo == GCRA {
+		res.Params.Rate, res.Params.RatePerSec = p.Rate.String(), p.Rate.PerSecond()
+	}
+	// Start virtual time at the server's clock, so real TTLs run behind it.
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		return res, redisError("read the server clock", err)
+	}
+	base := now.UnixMilli()
+	key := "ratelimit:simulate:{" + uuid.NewString() + "}"
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Del(dctx, key).Err()
+	}()
+
+	start := time.Now()
+	// Loading first (a cluster client loads on every primary) saves a round
+	// trip of NOSCRIPT answers; runVirtual copes without it too.
+	if err := l.script.Load(ctx, c).Err(); err != nil {
+		return res, redisError("load the "+string(p.Algo)+" script", err)
+	}
+	decisions, pipes, err := l.runVirtual(ctx, c, key, base, times)
+	res.WallMs = float64(time.Since(start).Microseconds()) / 1000
+	res.Pipelines = pipes
+	if err != nil {
+		return res, err
+	}
+	m := l.Model()
+	res.Agrees = true
+	for i, d := range decisions {
+		want := m.Allow(base+times[i], p.Cost)
+		if want.Allowed {
+			res.Model++
+		}
+		if want.Allowed != d.Allowed || want.Remaining != d.Remaining {
+			res.Agrees = false
+		}
+		if d.Allowed {
+			res.Admitted++
+			if s := int(times[i] / 1000); s < len(res.PerSecond) {
+				res.PerSecond[s]++
+			}
+		} else if res.FirstRefMs < 0 {
+			res.FirstRefMs = times[i]
+		}
+	}
+	res.Refused = res.Arrivals - res.Admitted
+	return res, nil
+}
+
+// runVirtual calls the script once per arrival at base+times[i] ms through
+// pipelines of EVALSHA. When the server does not have the script (first
+// use, SCRIPT FLUSH, restart, failover) the calls answer NOSCRIPT: the
+// script is loaded and the calls resume at the first one that failed. The
+// calls of a pipeline run in order on one connection, so none after it ran.
+func (l *Limiter) runVirtual(ctx context.Context, c redis.UniversalClient, key string, base int64, times []int64) ([]Decision, int, error) {
+	sha := l.script.Hash()
+	out := make([]Decision, 0, len(times))
+	pipes := 0
+	reloads := 0
+	for len(out) < len(times) {
+		from := len(out)
+		to := min(from+simBatch, len(times))
+		pipe := c.Pipeline()
+		cmds := make([]*redis.Cmd, 0, to-from)
+		for i := from; i < to; i++ {
+			cmds = append(cmds, pipe.EvalSha(ctx, sha, []string{key}, l.Args(base+times[i], "sim-"+strconv.Itoa(i))...))
+		}
+		_, _ = pipe.Exec(ctx)
+		pipes++
+		for j, cmd := range cmds {
+			reply, err := cmd.Result()
+			if IsNoScript(err) && reloads < 3 {
+				for _, rest := range cmds[j:] {
+					if !IsNoScript(rest.Err()) {
+						return nil, pipes, fmt.Errorf("simulate: the script cache changed during the run; run again")
+					}
+				}
+				reloads++
+				if err := l.script.Load(ctx, c).Err(); err != nil {
+					return nil, pipes, redisError("reload the "+string(l.p.Algo)+" script", err)
+				}
+				break
+			}
+			if err != nil {
+				return nil, pipes, redisError(fmt.Sprintf("simulate call %d", from+j+1), err)
+			}
+			d, err := l.Decode(reply)
+			if err != nil {
+				return nil, pipes, err
+			}
+			out = append(out, d)
+		}
+	}
+	return out, pipes, nil
+}

@@ -1,0 +1,137 @@
+package eval
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/redistest"
+)
+
+func TestArrivalTimes(t *testing.T) {
+	tests := []struct {
+		r     string
+		d     time.Duration
+		n     int
+		first []int64
+		last  int64
+	}{
+		{"20/s", 30 * time.Second, 600, []int64{0, 50, 100}, 29950},
+		{"3/s", time.Second, 3, []int64{0, 333, 666}, 666},
+		{"300/m", 2 * time.Second, 10, []int64{0, 200, 400}, 1800},
+		{"1/s", 2500 * time.Millisecond, 3, []int64{0, 1000, 2000}, 2000},
+	}
+	for _, tt := range tests {
+		got, err := ArrivalTimes(mustRate(t, tt.r), tt.d)
+		if err != nil {
+			t.Fatalf("ArrivalTimes(%s, %s): %v", tt.r, tt.d, err)
+		}
+		if len(got) != tt.n || !slices.Equal(got[:len(tt.first)], tt.first) || got[len(got)-1] != tt.last {
+			t.Errorf("ArrivalTimes(%s, %s) = %d times %v...%d, want %d %v...%d", tt.r, tt.d, len(got), got[:3], got[len(got)-1], tt.n, tt.first, tt.last)
+		}
+	}
+	for _, bad := range []struct {
+		r rate.Rate
+		d time.Duration
+	}{{rate.Rate{}, time.Second}, {mustRate(t, "1/s"), 0}, {mustRate(t, "1000000/s"), time.Hour}} {
+		if _, err := ArrivalTimes(bad.r, bad.d); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("ArrivalTimes(%v, %s) err = %v, want a usage error", bad.r, bad.d, err)
+		}
+	}
+}
+
+// TestAcceptanceSimulate: 20/s for 30 s against a bucket of 10 at 5/s
+// predicts exactly 159 admitted; a sliding window of 100 per 60 s exactly
+// 100; same on every target, well under a second, leaving no key behind.
+func TestAcceptanceSimulate(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name      string
+		p         Params
+		admitted  int
+		perSecond []int // first seconds
+	}{
+		{"token bucket", Params{Algo: TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}}, 159, []int{14, 5, 5}},
+		{"sliding window", Params{Algo: SlidingWindow, Limit: 100, Window: time.Minute}, 100, []int{20, 20, 20, 20, 20, 0}},
+		{"gcra", Params{Algo: GCRA, Rate: rate.Rate{Count: 5, Per: time.Second}, Burst: 10}, 159, []int{14, 5, 5}},
+		{"fixed window", Params{Algo: FixedWindow, Limit: 10, Window: time.Second}, 300, []int{10, 10, 10}},
+	}
+	for _, tg := range redistest.All(t) {
+		for _, tt := range tests {
+			t.Run(tg.Name+"/"+tt.name, func(t *testing.T) {
+				res, err := Simulate(ctx, tg.Client, SimOptions{Params: tt.p, Arrivals: mustRate(t, "20/s"), For: 30 * time.Second, Server: tg.Server})
+				if err != nil {
+					t.Fatalf("Simulate: %v", err)
+				}
+				if res.Arrivals != 600 || res.Admitted != tt.admitted || res.Refused != 600-tt.admitted {
+					t.Errorf("arrivals %d admitted %d refused %d, want 600 %d %d", res.Arrivals, res.Admitted, res.Refused, tt.admitted, 600-tt.admitted)
+				}
+				if !res.Agrees || res.Model != tt.admitted {
+					t.Errorf("model admitted %d, agrees %v; want %d, true", res.Model, res.Agrees, tt.admitted)
+				}
+				sum := 0
+				for _, n := range res.PerSecond {
+					sum += n
+				}
+				if len(res.PerSecond) != 30 || sum != res.Admitted || !slices.Equal(res.PerSecond[:len(tt.perSecond)], tt.perSecond) {
+					t.Errorf("per second = %v, want 30 seconds summing to %d starting %v", res.PerSecond, res.Admitted, tt.perSecond)
+				}
+				if res.WallMs >= 1000 {
+					t.Errorf("wall time %.1f ms, want well under a second", res.WallMs)
+				}
+				if res.Kind != "simulate" || res.Version != 1 || res.Pipelines != 1 {
+					t.Errorf("kind %q version %d pipelines %d", res.Kind, res.Version, res.Pipelines)
+				}
+				var left atomic.Int64 // ForEachMaster calls back concurrently
+				err = primaries(ctx, tg.Client, func(ctx context.Context, n redis.Cmdable) error {
+					keys, _, err := n.Scan(ctx, 0, "ratelimit:simulate:*", 10000).Result()
+					left.Add(int64(len(keys)))
+					return err
+				})
+				if err != nil || left.Load() != 0 {
+					t.Errorf("simulation keys left behind: %d, %v", left.Load(), err)
+				}
+			})
+		}
+	}
+}
+
+// TestSimulateSurvivesScriptFlush: with the script cache flushed before
+// the run and again between two pipelines, the simulation loads the script,
+// resumes where NOSCRIPT stopped it, and still decides like the model.
+func TestSimulateSurvivesScriptFlush(t *testing.T) {
+	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
+		t.Run(tg.Name, func(t *testing.T) {
+			ctx := context.Background()
+			l := mustLimiter(t, Params{Algo: TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}})
+			key := redistest.Key(t, "simflush")
+			redistest.Cleanup(t, tg.Client, key)
+			times, _ := ArrivalTimes(mustRate(t, "20/s"), 100*time.Second) // 2000 calls: 2 pipelines
+			base := serverMs(t, tg.Client)
+			m := l.Model()
+			var ds []Decision
+			for _, part := range [][]int64{times[:1000], times[1000:]} {
+				flushScripts(t, tg.Client, key)
+				got, pipes, err := l.runVirtual(ctx, tg.Client, key, base, part)
+				if err != nil {
+					t.Fatalf("runVirtual: %v", err)
+				}
+				if pipes != 2 {
+					t.Errorf("pipelines = %d, want 2 (NOSCRIPT, then the calls)", pipes)
+				}
+				ds = append(ds, got...)
+			}
+			for i, d := range ds {
+				if w := m.Allow(base+times[i], 1); w.Allowed != d.Allowed || w.Remaining != d.Remaining {
+					t.Fatalf("call %d: script %+v, model %+v", i, d, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,288 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/eval"
+)
+
+// EvalText renders the result of `ratelimit eval`: what ran, one row per
+// call, a summary line and, for --script, the keys left without a TTL.
+func EvalText(w io.Writer, res eval.Result, o Options) error {
+	st := NewStyles(w, o)
+	var b strings.Builder
+	b.WriteString(ServerLine(res.Server, st))
+	b.WriteString(st.Title.Render(evalTitle(res)) + "\n")
+	via := "EVALSHA (EVAL on NOSCRIPT)"
+	if res.Script.Via == "fcall" {
+		via = "FCALL " + res.Script.Function + " (FUNCTION LOAD REPLACE)"
+	}
+	b.WriteString(st.Dim.Render(fmt.Sprintf("script %s sha1 %s via %s", res.Script.Name, short(res.Script.SHA1), via)) + "\n")
+	if res.Algo == "script" {
+		b.WriteString(st.Dim.Render(fmt.Sprintf("KEYS %s  ARGV %s", listOrNone(res.Script.Keys), listOrNone(res.Script.Args))) + "\n")
+	}
+	b.WriteString("\n")
+	headers, right := evalColumns(res)
+	rows := make([][]string, 0, len(res.Calls))
+	for _, c := range res.Calls {
+		rows = append(rows, evalRow(res, c, st))
+	}
+	b.WriteString(Table(headers, rows, st, right...))
+	b.WriteString("\n" + evalSummary(res) + "\n")
+	if res.NoTTL != nil {
+		b.WriteString("\n" + noTTLText(res.NoTTL, st))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func evalTitle(res eval.Result) string {
+	if res.Algo == "script" {
+		return fmt.Sprintf("%d call(s) of %s", len(res.Calls), res.Script.Name)
+	}
+	p := res.Params
+	var desc string
+	switch eval.Algo(res.Algo) {
+	case eval.TokenBucket:
+		desc = fmt.Sprintf("capacity %d, rate %s, cost %d", p.Capacity, p.Rate, p.Cost)
+	case eval.SlidingWindow, eval.FixedWindow:
+		desc = fmt.Sprintf("limit %d per %s, cost %d", p.Limit, time.Duration(p.WindowMs)*time.Millisecond, p.Cost)
+	case eval.GCRA:
+		desc = fmt.Sprintf("rate %s, burst %d, cost %d", p.Rate, p.Burst, p.Cost)
+	}
+	key := res.Key
+	if res.IdentityHashed {
+		key += " (identity hashed)"
+	}
+	return fmt.Sprintf("%s on %s: %s (policy q=%d w=%ds)", res.Algo, key, desc, p.PolicyQuota, p.PolicyWindowSeconds)
+}
+
+// replyLen is the longest reply array, for labelling script columns.
+func replyLen(res eval.Result) int {
+	n := 0
+	for _, c := range res.Calls {
+		if a, ok := c.Reply.([]any); ok {
+			n = max(n, len(a))
+		}
+	}
+	return n
+}
+
+func evalColumns(res eval.Result) (headers []string, right []int) {
+	switch {
+	case res.Algo != "script":
+		return []string{"n", "allowed", "remaining", "retry ms", "reset ms", "key ttl ms", "latency"}, []int{0, 2, 3, 4, 5, 6}
+	case res.ReplyShape == "limiter":
+		headers = []string{"n", "allowed", "remaining"}
+		if replyLen(res) >= 4 {
+			headers = append(headers, "retry ms", "reset ms")
+		}
+		headers = append(headers, "reply", "key ttl ms", "latency")
+		right = []int{0, 2}
+		if len(headers) == 8 {
+			right = append(right, 3, 4)
+		}
+		return headers, append(right, len(headers)-2, len(headers)-1)
+	}
+	return []string{"n", "reply", "key ttl ms", "latency"}, []int{0, 2, 3}
+}
+
+func evalRow(res eval.Result, c eval.Call, st Styles) []string {
+	row := []string{strconv.Itoa(c.N)}
+	if res.ReplyShape == "limiter" {
+		row = append(row, allowedWord(*c.Allowed, st), strconv.FormatInt(*c.Remaining, 10))
+		if res.Algo != "script" || replyLen(res) >= 4 {
+			row = append(row, msOrDash(c.RetryMs), msOrDash(c.ResetMs))
+		}
+	}
+	if res.Algo == "script" {
+		row = append(row, compactJSON(c.Reply))
+	}
+	return append(row, ttlText(c.TTLMs), latencyText(c.LatencyUs))
+}
+
+func allowedWord(ok bool, st Styles) string {
+	if ok {
+		return st.Pass.Render("yes")
+	}
+	return st.Fail.Render("no")
+}
+
+func msOrDash(v *int64) string {
+	switch {
+	case v == nil:
+		return "-"
+	case *v < 0:
+		return "never"
+	}
+	return strconv.FormatInt(*v, 10)
+}
+
+func ttlText(ms int64) string {
+	switch ms {
+	case -1:
+		return "none"
+	case -2:
+		return "no key"
+	}
+	return strconv.FormatInt(ms, 10)
+}
+
+func latencyText(us int64) string {
+	return (time.Duration(us) * time.Microsecond).String()
+}
+
+func compactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func listOrNone(xs []string) string {
+	if len(xs) == 0 {
+		return "(none)"
+	}
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = strconv.Quote(x)
+	}
+	return strings.Join(q, " ")
+}
+
+func evalSummary(res eval.Result) string {
+	if res.ReplyShape != "limiter" {
+		return fmt.Sprintf("%d call(s); the replies do not look like a limiter's {allowed 0/1, remaining, ...}", len(res.Calls))
+	}
+	s := res.Summary
+	line := fmt.Sprintf("%d allowed, %d refused", s.Allowed, s.Refused)
+	if s.RetryMs != nil {
+		if *s.RetryMs < 0 {
+			line += "; the cost can never pass"
+		} else {
+			line += fmt.Sprintf("; retry in ~%d ms", *s.RetryMs)
+		}
+	}
+	return line
+}
+
+func noTTLText(c *eval.TTLCheck, st Styles) string {
+	var b strings.Builder
+	checked := "checked the KEYS passed"
+	if len(c.Patterns) > 0 {
+		checked += " and SCAN MATCH " + strings.Join(c.Patterns, ", ")
+	}
+	if c.Truncated {
+		checked += " (scan stopped early on a large keyspace)"
+	}
+	if len(c.Keys) == 0 {
+		b.WriteString(st.Pass.Render("no key without a TTL") + st.Dim.Render("; "+checked) + "\n")
+		return b.String()
+	}
+	b.WriteString(st.Warn.Render(fmt.Sprintf("%d key(s) without a TTL: they never expire", len(c.Keys))) + "\n")
+	rows := make([][]string, 0, len(c.Keys))
+	for _, k := range c.Keys {
+		how := "passed in KEYS"
+		if k.Found == "scan" {
+			how = "found by SCAN"
+		}
+		switch {
+		case k.ExistedBefore && k.Found == "keys":
+			how += ", existed before the run"
+		case k.ExistedBefore:
+			how += ", changed or lost its TTL during the run"
+		case k.Found == "keys":
+			how += ", created by the run"
+		default:
+			how += ", created during the run (by the script or another client)"
+		}
+		rows = append(rows, []string{k.Key, k.Type, how})
+	}
+	b.WriteString(Table([]string{"key", "type", "how it was found"}, rows, st))
+	b.WriteString(st.Dim.Render(checked+"; set a TTL on every write (PEXPIRE in the same script)") + "\n")
+	return b.String()
+}
+
+// EvalSimulateText renders `ratelimit eval --simulate`.
+func EvalSimulateText(w io.Writer, res eval.SimResult, o Options) error {
+	st := NewStyles(w, o)
+	var b strings.Builder
+	b.WriteString(ServerLine(res.Server, st))
+	p := res.Params
+	var desc string
+	switch eval.Algo(res.Algo) {
+	case eval.TokenBucket:
+		desc = fmt.Sprintf("capacity %d, rate %s", p.Capacity, p.Rate)
+	case eval.SlidingWindow, eval.FixedWindow:
+		desc = fmt.Sprintf("limit %d per %s", p.Limit, time.Duration(p.WindowMs)*time.Millisecond)
+	case eval.GCRA:
+		desc = fmt.Sprintf("rate %s, burst %d", p.Rate, p.Burst)
+	}
+	dur := time.Duration(res.ForMs) * time.Millisecond
+	b.WriteString(st.Title.Render(fmt.Sprintf("simulate %s (%s, cost %d) under %s arrivals for %s", res.Algo, desc, p.Cost, res.Rate, dur)) + "\n")
+	b.WriteString(st.Dim.Render("the real script on the server, in virtual time (now_ms), on a temporary key that is deleted afterwards") + "\n\n")
+	pct := 0.0
+	if res.Arrivals > 0 {
+		pct = 100 * float64(res.Admitted) / float64(res.Arrivals)
+	}
+	fmt.Fprintf(&b, "%d arrivals: %s admitted (%.1f%%), %d refused", res.Arrivals, st.Title.Render(strconv.Itoa(res.Admitted)), pct, res.Refused)
+	if res.FirstRefMs >= 0 {
+		fmt.Fprintf(&b, "; first refusal at %s", time.Duration(res.FirstRefMs)*time.Millisecond)
+	}
+	b.WriteString("\n\nadmitted per second\n")
+	for i := 0; i < len(res.PerSecond); i += 10 {
+		end := min(i+10, len(res.PerSecond))
+		cells := make([]string, 0, 10)
+		for _, n := range res.PerSecond[i:end] {
+			cells = append(cells, fmt.Sprintf("%4d", n))
+		}
+		fmt.Fprintf(&b, "  %3ds-%-3s%s\n", i, strconv.Itoa(end)+"s", strings.Join(cells, ""))
+	}
+	b.WriteString("\n")
+	if res.Agrees {
+		fmt.Fprintf(&b, "Go model: %d admitted, %s\n", res.Model, st.Pass.Render("same decisions as the script"))
+	} else {
+		fmt.Fprintf(&b, "Go model: %d admitted, %s\n", res.Model, st.Fail.Render("DIFFERENT decisions from the script"))
+	}
+	b.WriteString(st.Dim.Render(fmt.Sprintf("%d script calls in %d pipeline(s), %.1f ms wall time", res.Arrivals, res.Pipelines, res.WallMs)) + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// EvalScriptsText lists the embedded scripts.
+func EvalScriptsText(w io.Writer, c eval.Catalog, o Options) error {
+	st := NewStyles(w, o)
+	rows := make([][]string, 0, len(c.Scripts))
+	exported := false
+	for _, s := range c.Scripts {
+		row := []string{s.Name, s.File, short(s.SHA1), s.Summary}
+		if s.Path != "" {
+			exported = true
+			row = append(row, s.Path)
+		}
+		rows = append(rows, row)
+	}
+	headers := []string{"name", "file", "sha1", "what it does"}
+	if exported {
+		headers = append(headers, "written to")
+	}
+	out := Table(headers, rows, st)
+	if !exported {
+		out += "\n" + st.Dim.Render("print one: ratelimit scripts NAME; write them all: ratelimit scripts --export DIR") + "\n"
+	}
+	_, err := io.WriteString(w, out)
+	return err
+}
