@@ -1,0 +1,45 @@
+package cluster_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/eval"
+)
+
+// TestLintEmbeddedScripts lints the sources the eval package really embeds
+// (eval.Scripts), not only the files beside it.
+func TestLintEmbeddedScripts(t *testing.T) {
+	scripts := eval.Scripts()
+	if len(scripts) == 0 {
+		t.Fatal("eval.Scripts() is empty")
+	}
+	for _, s := range scripts {
+		rep := cluster.Lint("eval/"+s.File, []byte(s.Source))
+		for _, f := range rep.Findings {
+			t.Errorf("%s:%d: %s", f.File, f.Line, f.Message())
+		}
+		if rep.Calls == 0 {
+			t.Errorf("%s: no redis.call seen", s.File)
+		}
+	}
+}
+
+// TestLintCatchesEvalSample lints the eval package's deliberately broken
+// sample, which builds its keys from literals and ARGV.
+func TestLintCatchesEvalSample(t *testing.T) {
+	src, err := os.ReadFile("../eval/testdata/literal_key.lua")
+	if err != nil {
+		t.Skipf("eval sample not present: %v", err)
+	}
+	rep := cluster.Lint("literal_key.lua", src)
+	if len(rep.Findings) != 2 {
+		t.Fatalf("findings = %+v, want the INCR and GET of 'hits:' .. ARGV[1]", rep.Findings)
+	}
+	for _, f := range rep.Findings {
+		if f.Expr != "'hits:' .. ARGV[1]" {
+			t.Errorf("finding expr = %q", f.Expr)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+)
+
+type wantFinding struct {
+	line   int
+	expr   string
+	reason string // substring
+}
+
+func TestLint(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []wantFinding
+	}{
+		{"issue literal", `return redis.call('INCR', 'rl:global')`,
+			[]wantFinding{{1, `'rl:global'`, "string literal"}}},
+		{"issue argv", `return redis.call('GET', ARGV[1])`,
+			[]wantFinding{{1, `ARGV[1]`, "ARGV value"}}},
+		{"keys index", `return redis.call('GET', KEYS[1])`, nil},
+		{"keys expression index", `local i = 2
+return redis.call('GET', KEYS[i + 1])`, nil},
+		{"alias", `local key = KEYS[1]
+local a, b = KEYS[2], KEYS[3]
+redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
+return redis.call('MGET', a, b)`, nil},
+		{"alias from argv", `local key = ARGV[1]
+return redis.call("GET", key)`,
+			[]wantFinding{{2, "key", "holding an ARGV value (line 1)"}}},
+		{"alias reassigned", `local key = KEYS[1]
+key = key .. ':x'
+return redis.call("GET", key)`,
+			[]wantFinding{{3, "key", "assigned from key .. ':x' (line 2)"}}},
+		{"concatenation", `local n = redis.call('INCR', KEYS[1] .. ":count")`,
+			[]wantFinding{{1, `KEYS[1] .. ":count"`, "concatenation"}}},
+		{"loop built", `for i = 1, tonumber(ARGV[1]) do
+  redis.call('DEL', 'rl:' .. i)
+end`, []wantFinding{{2, `'rl:' .. i`, "concatenation"}}},
+		{"ipairs keys", `for _, k in ipairs(KEYS) do redis.call('DEL', k) end`, nil},
+		{"ipairs argv", `for _, k in ipairs(ARGV) do redis.call('DEL', k) end`,
+			[]wantFinding{{1, "k", "assigned from loop variable"}}},
+		{"unpack keys", `return redis.call('DEL', unpack(KEYS))`, nil},
+		{"unpack argv", `return redis.call('DEL', unpack(ARGV))`,
+			[]wantFinding{{1, "unpack(ARGV)", "expression not taken from KEYS"}}},
+		{"mset every other", `redis.call('MSET', KEYS[1], 'v1', KEYS[2], ARGV[1], 'k3', 'v3')`,
+			[]wantFinding{{1, "'k3'", "string literal"}}},
+		{"del all args", `redis.call('DEL', KEYS[1], 'other')`,
+			[]wantFinding{{1, "'other'", "string literal"}}},
+		{"exists", `redis.call('EXISTS', KEYS[1], KEYS[2], ARGV[3])`,
+			[]wantFinding{{1, "ARGV[3]", "ARGV value"}}},
+		{"blpop timeout not a key", `redis.call('BLPOP', KEYS[1], KEYS[2], 0)`, nil},
+		{"zunionstore numkeys", `redis.call('ZUNIONSTORE', KEYS[1], 2, KEYS[2], 'x', 'WEIGHTS', 1, 2)`,
+			[]wantFinding{{1, "'x'", "string literal"}}},
+		{"hset fields not keys", `redis.call('HSET', KEYS[1], 'tokens', ARGV[1], 'ts', ARGV[2])`, nil},
+		{"no keys", `local t = redis.call('TIME')
+return redis.call('PING', 'x')`, nil},
+		{"lowercase and pcall", `local r = redis.pcall('incrby', 'x', 1)`,
+			[]wantFinding{{1, "'x'", "string literal"}}},
+		{"comments and strings are not calls", `-- redis.call('GET', 'a')
+--[[ redis.call('GET', 'b')
+]]
+--[==[ redis.call('GET', 'c') ]==]
+local s = "redis.call('GET', 'd') \" redis.call('GET', 'e')"
+local l = [[redis.call('GET', 'f')]]
+local m = [=[ ]] redis.call('GET', 'g') ]=]
+return redis.call('GET', KEYS[1])`, nil},
+		{"line numbers after long strings", `local doc = [[
+line 2
+line 3]]
+--[[ comment
+line 5 ]]
+redis.call('SET', 'k', '[[')`, []wantFinding{{6, "'k'", "string literal"}}},
+		{"nested parens", `redis.call('SET', string.format('%s:%d', ARGV[1], tonumber(ARGV[2])), math.max(1, 2))`,
+			[]wantFinding{{1, "string.format('%s:%d', ARGV[1], tonumber(ARGV[2]))", "expression not taken"}}},
+		{"nested call", `redis.call('SET', KEYS[1], redis.call('GET', 'x'))`,
+			[]wantFinding{{1, "'x'", "string literal"}}},
+		{"function parameter", `local function get(k) return redis.call('GET', k) end
+return get(KEYS[1])`, []wantFinding{{1, "k", "function parameter"}}},
+		{"unknown variable", `return redis.call('GET', somekey)`,
+			[]wantFinding{{1, "somekey", "never assigned"}}},
+		{"dynamic command", `return redis.call(ARGV[1], KEYS[1])`,
+			[]wantFinding{{1, "ARGV[1]", "not a literal"}}},
+		{"multi-line argument", `redis.call('SET',
+  'rl:' ..
+  ARGV[1], 1)`, []wantFinding{{2, "'rl:' .. ARGV[1]", "concatenation"}}},
+		{"escaped quote in key", `redis.call('GET', 'a\'b')`, []wantFinding{{1, `'a\'b'`, "string literal"}}},
+		{"unterminated string", `redis.call('GET', 'abc)
+`, []wantFinding{{1, "", "cannot read the script"}}},
+		{"unterminated call", `redis.call('GET', KEYS[1]`, []wantFinding{{1, "", "no closing parenthesis"}}},
+		{"valkey server.call", `return server.call('GET', ARGV[1])`,
+			[]wantFinding{{1, "ARGV[1]", "ARGV value"}}},
+		{"field named redis is not redis", `local t = {} t.redis.call('GET', 'x')`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := Lint("s.lua", []byte(tt.src))
+			if len(rep.Findings) != len(tt.want) {
+				t.Fatalf("Lint found %d findings, want %d: %+v", len(rep.Findings), len(tt.want), rep.Findings)
+			}
+			for i, w := range tt.want {
+				f := rep.Findings[i]
+				if f.Line != w.line || f.Expr != w.expr || !strings.Contains(f.Reason, w.reason) || f.File != "s.lua" {
+					t.Errorf("finding %d = line %d expr %q reason %q, want line %d expr %q reason ~%q",
+						i, f.Line, f.Expr, f.Reason, w.line, w.expr, w.reason)
+				}
+			}
+		})
+	}
+}
+
+func TestLintCountsCalls(t *testing.T) {
+	rep := Lint("x.lua", []byte(`redis.call('GET', KEYS[1]) redis.pcall('TIME') -- redis.call('X')`))
+	if rep.Calls != 2 {
+		t.Errorf("Calls = %d, want 2", rep.Calls)
+	}
+}
+
+func TestFindingMessage(t *testing.T) {
+	rep := Lint("x.lua", []byte(`return redis.call('INCR', 'rl:global')`))
+	got := rep.Findings[0].Message()
+	want := "redis.call(INCR ...) argument 1: 'rl:global' is a string literal; pass the key in KEYS and use KEYS[i]"
+	if got != want {
+		t.Errorf("Message() = %q, want %q", got, want)
+	}
+}
+
+func FuzzLint(f *testing.F) {
+	f.Add(`redis.call('GET', KEYS[1])`)
+	f.Add(`--[==[ x ]==] redis.pcall("SET", "a\"b" .. [[c]], ARGV[1])`)
+	f.Add(`for _, k in ipairs(KEYS) do redis.call('DEL', k) end`)
+	f.Fuzz(func(t *testing.T, src string) {
+		rep := Lint("f.lua", []byte(src))
+		for _, fd := range rep.Findings {
+			if fd.Line < 0 || fd.Line > strings.Count(src, "\n")+1 {
+				t.Fatalf("finding line %d outside the script: %+v", fd.Line, fd)
+			}
+		}
+	})
+}

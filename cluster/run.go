@@ -1,0 +1,260 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/redisconn"
+)
+
+// Kind and Version identify the keyslot result document.
+const (
+	Kind    = "keyslot"
+	Version = 1
+)
+
+// Script is one Lua file to lint.
+type Script struct {
+	File string
+	Src  []byte
+}
+
+// Options say what to compute. Every part is optional; Run does those given.
+type Options struct {
+	Keys     []string // keys to place
+	SameSlot bool     // the keys form one group that must share a slot
+	Groups   []Group  // groups read by ReadGroups (keys, file and line set)
+	Scripts  []Script // scripts to lint
+	// Template with From and To: how a key scheme spreads.
+	Template *Template
+	From, To int64
+	// SplitKey into Into sub-keys, each with 1/Into of Rate (optional).
+	SplitKey string
+	Into     int
+	Rate     rate.Rate
+	// Verify asks the server's CLUSTER KEYSLOT for every key (needs Client).
+	Verify bool
+	// Client, when set, is a connection to a cluster node; Server says
+	// what it is and TLS whether node addresses should use TLS ports.
+	Client redis.UniversalClient
+	Server *redisconn.Server
+	TLS    bool
+}
+
+// Key is one key's placement.
+type Key struct {
+	Key string `json:"key"`
+	// KeyBase64 holds the exact bytes when the key is not valid UTF-8
+	// (JSON strings cannot carry such bytes).
+	KeyBase64  string   `json:"key_base64,omitempty"`
+	Tag        string   `json:"tag"`
+	Tagged     bool     `json:"tagged"`
+	Slot       int      `json:"slot"`
+	Node       string   `json:"node,omitempty"`
+	Replicas   []string `json:"replicas,omitempty"`
+	ServerSlot *int     `json:"server_slot,omitempty"`
+}
+
+// Verify is the outcome of comparing offline slots with CLUSTER KEYSLOT.
+type Verify struct {
+	Checked    int `json:"checked"`
+	Mismatches int `json:"mismatches"`
+}
+
+// Result is the keyslot document.
+type Result struct {
+	Kind    string            `json:"kind"`
+	Version int               `json:"version"`
+	Server  *redisconn.Server `json:"server"`
+	// Notice says why node placement is missing (not a cluster).
+	Notice   string         `json:"notice,omitempty"`
+	Topology *Topology      `json:"topology,omitempty"`
+	Keys     []Key          `json:"keys"`
+	Groups   []Group        `json:"groups"`
+	Scripts  []ScriptReport `json:"scripts"`
+	Findings []Finding      `json:"findings"`
+	Verify   *Verify        `json:"verify,omitempty"`
+	Spread   *Spread        `json:"spread,omitempty"`
+	Split    *Split         `json:"split,omitempty"`
+	Verdict  string         `json:"verdict"`
+	Reasons  []string       `json:"reasons"`
+}
+
+// Pass reports whether the verdict is "pass".
+func (r Result) Pass() bool { return r.Verdict == "pass" }
+
+// Run computes everything opts asks for. Offline parts need no client;
+// with a client to a cluster it adds nodes, and verifies when asked. A
+// client to a server that is not a cluster gives a Notice, or
+// ErrNotCluster with Verify.
+func Run(ctx context.Context, opts Options) (Result, error) {
+	res := Result{Kind: Kind, Version: Version, Server: opts.Server,
+		Keys: make([]Key, len(opts.Keys)), Groups: []Group{}, Scripts: []ScriptReport{},
+		Findings: []Finding{}, Reasons: []string{}}
+	var top *Topology
+	if opts.Client != nil {
+		var t *Topology
+		err := ErrNotCluster // miniredis answers CLUSTER SHARDS but is no cluster
+		if opts.Server == nil || !opts.Server.Embedded {
+			t, err = LoadTopology(ctx, opts.Client, opts.TLS)
+		}
+		switch {
+		case errors.Is(err, ErrNotCluster):
+			if opts.Verify {
+				return Result{}, ErrNotCluster
+			}
+			res.Notice = notClusterNotice(opts.Server)
+		case err != nil:
+			return Result{}, err
+		default:
+			top = t
+			res.Topology = t
+		}
+	} else if opts.Verify {
+		return Result{}, ErrNotCluster
+	}
+	for i, k := range opts.Keys {
+		tag, ok := Tag(k)
+		kk := Key{Key: k, Tag: tag, Tagged: ok, Slot: Slot(k)}
+		if !utf8.ValidString(k) {
+			kk.KeyBase64 = base64.StdEncoding.EncodeToString([]byte(k))
+		}
+		if sh := top.Owner(kk.Slot); sh != nil {
+			kk.Node, kk.Replicas = sh.Primary, sh.Replicas
+		}
+		res.Keys[i] = kk
+	}
+	if opts.Verify && len(opts.Keys) > 0 {
+		got, err := ServerSlots(ctx, opts.Client, opts.Keys)
+		if err != nil {
+			return Result{}, err
+		}
+		res.Verify = &Verify{Checked: len(got)}
+		for i := range got {
+			res.Keys[i].ServerSlot = &got[i]
+			if got[i] != res.Keys[i].Slot {
+				res.Verify.Mismatches++
+			}
+		}
+		if res.Verify.Mismatches > 0 {
+			res.Reasons = append(res.Reasons, fmt.Sprintf("%d of %d keys: CLUSTER KEYSLOT differs from the offline slot",
+				res.Verify.Mismatches, res.Verify.Checked))
+		}
+	}
+	if opts.SameSlot {
+		res.Groups = append(res.Groups, CheckGroup(opts.Keys))
+	}
+	for _, g := range opts.Groups {
+		c := CheckGroup(g.Keys)
+		c.File, c.Line = g.File, g.Line
+		res.Groups = append(res.Groups, c)
+	}
+	cross := 0
+	for _, g := range res.Groups {
+		if g.Crossslot {
+			cross++
+		}
+	}
+	if cross > 0 {
+		res.Reasons = append(res.Reasons, fmt.Sprintf("%d of %d groups span slots (CROSSSLOT)", cross, len(res.Groups)))
+	}
+	for _, s := range opts.Scripts {
+		rep := Lint(s.File, s.Src)
+		res.Scripts = append(res.Scripts, rep)
+		res.Findings = append(res.Findings, rep.Findings...)
+	}
+	if n := len(res.Findings); n > 0 {
+		res.Reasons = append(res.Reasons, fmt.Sprintf("%d key arguments in %d scripts do not come from KEYS", n, len(res.Scripts)))
+	}
+	if opts.Template != nil {
+		sp := SpreadOf(*opts.Template, opts.From, opts.To, top)
+		res.Spread = &sp
+	}
+	if opts.Into != 0 || opts.SplitKey != "" {
+		sp, err := ProposeSplit(opts.SplitKey, opts.Into, top)
+		if err != nil {
+			return Result{}, err
+		}
+		sp.SetRate(opts.Rate)
+		res.Split = &sp
+	}
+	res.Verdict = "pass"
+	if len(res.Reasons) > 0 {
+		res.Verdict = "fail"
+	}
+	return res, nil
+}
+
+func notClusterNotice(s *redisconn.Server) string {
+	if s == nil {
+		return "the server is not a Redis Cluster: slots are computed offline, without nodes"
+	}
+	return fmt.Sprintf("%s is not a Redis Cluster (%s): slots are computed offline, without nodes", s.Addr, s.Mode)
+}
+
+// ReadKeys reads one key per line. A trailing "\r" is dropped (CRLF files);
+// empty lines are skipped; every other byte belongs to the key.
+func ReadKeys(r io.Reader) ([]string, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	var keys []string
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A long line: collect it in pieces.
+			buf := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				buf = append(buf, line...)
+			}
+			line = buf
+		}
+		if len(line) > 0 {
+			s := strings.TrimSuffix(strings.TrimSuffix(string(line), "\n"), "\r")
+			if s != "" {
+				keys = append(keys, s)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return keys, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// ReadGroups reads one group per line: keys separated by spaces, quoted
+// the way redis-cli reads them ("a b", 'x', "\xff") so keys may hold any
+// byte. Empty lines and lines starting with # are skipped.
+func ReadGroups(r io.Reader, file string) ([]Group, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	var groups []Group
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSuffix(sc.Text(), "\r")
+		trimmed := strings.TrimSpace(text)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		keys, err := SplitArgs(text)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", file, line, err)
+		}
+		groups = append(groups, Group{Keys: keys, File: file, Line: line})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", file, err)
+	}
+	return groups, nil
+}

@@ -1,0 +1,338 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ratelimit-dev/ratelimit/rate"
+)
+
+// MaxRange bounds how many keys --template/--range expands to.
+const MaxRange = 100_000_000
+
+// Template is a key scheme with one %d, such as "rl:{tenant:%d}:tb".
+type Template struct {
+	raw            string
+	prefix, suffix string
+}
+
+// ParseTemplate reads a template with exactly one %d; %% is a literal %.
+func ParseTemplate(s string) (Template, error) {
+	t := Template{raw: s}
+	var b strings.Builder
+	found := false
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 >= len(s) {
+			return Template{}, fmt.Errorf("template %q ends with a lone %%; write %%%% for a literal %%", s)
+		}
+		i++
+		switch s[i] {
+		case '%':
+			b.WriteByte('%')
+		case 'd':
+			if found {
+				return Template{}, fmt.Errorf("template %q has more than one %%d", s)
+			}
+			found = true
+			t.prefix = b.String()
+			b.Reset()
+		default:
+			return Template{}, fmt.Errorf("template %q uses %%%c; only %%d (the number) and %%%% are known", s, s[i])
+		}
+	}
+	if !found {
+		return Template{}, fmt.Errorf("template %q has no %%d for the number, e.g. 'rl:{tenant:%%d}:tb'", s)
+	}
+	t.suffix = b.String()
+	return t, nil
+}
+
+// Key returns the template's key for n.
+func (t Template) Key(n int64) string {
+	return t.prefix + strconv.FormatInt(n, 10) + t.suffix
+}
+
+// String returns the template as written.
+func (t Template) String() string { return t.raw }
+
+// ParseRange reads "FROM-TO" (inclusive, non-negative, FROM <= TO, at most
+// MaxRange numbers) or a single number.
+func ParseRange(s string) (from, to int64, err error) {
+	a, b, ok := strings.Cut(strings.TrimSpace(s), "-")
+	if !ok {
+		b = a
+	}
+	from, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+	to, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
+	if err1 != nil || err2 != nil || from < 0 || to < 0 {
+		return 0, 0, fmt.Errorf("range %q is not FROM-TO with non-negative integers, e.g. 1-100000", s)
+	}
+	if from > to {
+		return 0, 0, fmt.Errorf("range %q runs backwards; write the smaller number first", s)
+	}
+	if to-from >= MaxRange {
+		return 0, 0, fmt.Errorf("range %q has more than %d numbers; use a sample", s, MaxRange)
+	}
+	return from, to, nil
+}
+
+// Spread is how the keys of a template spread over slots and primaries.
+type Spread struct {
+	Template         string    `json:"template"`
+	From             int64     `json:"from"`
+	To               int64     `json:"to"`
+	Keys             int64     `json:"keys"`
+	SlotsUsed        int       `json:"slots_used"`
+	BusiestSlot      int       `json:"busiest_slot"`
+	BusiestSlotKeys  int64     `json:"busiest_slot_keys"`
+	BusiestSlotShare float64   `json:"busiest_slot_share"`
+	Tags             string    `json:"tags"` // "none", "one" or "many"
+	Primaries        []Primary `json:"primaries,omitempty"`
+	BusiestPrimary   string    `json:"busiest_primary,omitempty"`
+	BusiestShare     float64   `json:"busiest_primary_share,omitempty"`
+	Warnings         []string  `json:"warnings"`
+}
+
+// Primary is the load one primary gets.
+type Primary struct {
+	Node  string  `json:"node"`
+	Keys  int64   `json:"keys"`
+	Slots int     `json:"slots"`
+	Share float64 `json:"share"`
+}
+
+// SpreadOf computes the slot of every key of t over [from, to] and, with a
+// topology, the keys each primary gets.
+func SpreadOf(t Template, from, to int64, top *Topology) Spread {
+	var counts [Slots]int64
+	sp := Spread{Template: t.String(), From: from, To: to, Keys: to - from + 1, Warnings: []string{}}
+	firstTag, tagged, sameTag := "", 0, true
+	for n := from; n <= to; n++ {
+		k := t.Key(n)
+		tag, ok := Tag(k)
+		h := k
+		if ok {
+			h = tag
+			tagged++
+		}
+		if n == from {
+			firstTag = tag
+		} else if sameTag && tag != firstTag {
+			sameTag = false
+		}
+		counts[CRC16(h)&(Slots-1)]++
+	}
+	switch {
+	case tagged == 0:
+		sp.Tags = "none"
+	case sameTag && tagged == int(sp.Keys):
+		sp.Tags = "one"
+	default:
+		sp.Tags = "many"
+	}
+	for s, c := range counts {
+		if c == 0 {
+			continue
+		}
+		sp.SlotsUsed++
+		if c > sp.BusiestSlotKeys {
+			sp.BusiestSlot, sp.BusiestSlotKeys = s, c
+		}
+	}
+	sp.BusiestSlotShare = float64(sp.BusiestSlotKeys) / float64(sp.Keys)
+	if sp.Keys > 1 && sp.SlotsUsed == 1 {
+		if sp.Tags == "one" {
+			sp.Warnings = append(sp.Warnings, fmt.Sprintf(
+				"every key has the hash tag {%s}: all %d keys are in slot %d, on one primary; put the part that varies (%%d) inside the {}",
+				firstTag, sp.Keys, sp.BusiestSlot))
+		} else {
+			sp.Warnings = append(sp.Warnings, fmt.Sprintf("all %d keys are in slot %d, on one primary", sp.Keys, sp.BusiestSlot))
+		}
+	}
+	if top == nil {
+		return sp
+	}
+	byNode := map[string]*Primary{}
+	for i := range top.Shards {
+		p := Primary{Node: top.Shards[i].Primary}
+		for _, r := range top.Shards[i].Ranges {
+			p.Slots += r[1] - r[0] + 1
+		}
+		sp.Primaries = append(sp.Primaries, p)
+	}
+	for i := range sp.Primaries {
+		byNode[sp.Primaries[i].Node] = &sp.Primaries[i]
+	}
+	var unserved int64
+	for s, c := range counts {
+		if c == 0 {
+			continue
+		}
+		if sh := top.Owner(s); sh != nil {
+			byNode[sh.Primary].Keys += c
+		} else {
+			unserved += c
+		}
+	}
+	for i := range sp.Primaries {
+		p := &sp.Primaries[i]
+		p.Share = float64(p.Keys) / float64(sp.Keys)
+		if p.Keys > 0 && p.Share > sp.BusiestShare {
+			sp.BusiestPrimary, sp.BusiestShare = p.Node, p.Share
+		}
+	}
+	if unserved > 0 {
+		sp.Warnings = append(sp.Warnings, fmt.Sprintf("%d keys are in slots no node serves (cluster not fully covered)", unserved))
+	}
+	if len(sp.Primaries) > 1 && sp.BusiestShare == 1 && sp.SlotsUsed > 1 {
+		sp.Warnings = append(sp.Warnings, fmt.Sprintf("all %d keys are on one primary (%s)", sp.Keys, sp.BusiestPrimary))
+	}
+	return sp
+}
+
+// SubKey is one part of a split key.
+type SubKey struct {
+	Key  string `json:"key"`
+	Tag  string `json:"tag"`
+	Slot int    `json:"slot"`
+	Node string `json:"node,omitempty"`
+	Rate string `json:"rate,omitempty"`
+}
+
+// Split proposes sub-keys that spread one hot key over slots.
+type Split struct {
+	Key   string `json:"key"`
+	Into  int    `json:"into"`
+	Share string `json:"share"`
+	Rate  string `json:"rate,omitempty"`
+	// Consecutive is true when the sub-keys are numbered First..First+Into-1.
+	Consecutive bool     `json:"consecutive"`
+	First       int      `json:"first"`
+	SubKeys     []SubKey `json:"sub_keys"`
+	Note        string   `json:"note"`
+}
+
+// MaxSplit bounds --into.
+const MaxSplit = 1024
+
+// ErrSplitRange is returned for --into outside 2..MaxSplit.
+var ErrSplitRange = fmt.Errorf("--into must be from 2 to %d", MaxSplit)
+
+// SubKeyName returns the i-th candidate sub-key of key: with a hash tag T
+// the tag becomes T:i (rl:{tenant:7}:tb -> rl:{tenant:7:3}:tb), without one
+// ":i" is appended (rl:user:42 -> rl:user:42:3).
+func SubKeyName(key string, i int) string {
+	if _, ok := Tag(key); ok {
+		open := strings.IndexByte(key, '{')
+		closing := open + 1 + strings.IndexByte(key[open+1:], '}')
+		return key[:closing] + ":" + strconv.Itoa(i) + key[closing:]
+	}
+	return key + ":" + strconv.Itoa(i)
+}
+
+// ProposeSplit picks n sub-keys of key on n different slots; with a
+// topology it also spreads them evenly over the primaries (every primary
+// gets one before any gets two). It prefers n consecutive numbers
+// (SubKeyName(key, off) ... SubKeyName(key, off+n-1), the smallest such
+// off), so an application can pick a sub-key with off+rand(n); when no run
+// of numbers works it picks numbers one by one.
+func ProposeSplit(key string, n int, top *Topology) (Split, error) {
+	if n < 2 || n > MaxSplit {
+		return Split{}, ErrSplitRange
+	}
+	var nodes []string
+	if top != nil {
+		for _, sh := range top.Shards {
+			if len(sh.Ranges) > 0 {
+				nodes = append(nodes, sh.Primary)
+			}
+		}
+	}
+	sp := Split{Key: key, Into: n, Share: fmt.Sprintf("1/%d", n)}
+	consecutive := false
+	if n <= 256 {
+		for off := 0; off < 10000 && !consecutive; off++ {
+			sp.SubKeys, consecutive = pickSubKeys(key, n, top, nodes, off, true)
+			sp.First = off
+		}
+	}
+	sp.Consecutive = consecutive
+	if !consecutive {
+		sp.First = 0
+		var ok bool
+		if sp.SubKeys, ok = pickSubKeys(key, n, top, nodes, 0, false); !ok {
+			return Split{}, errors.New("could not find enough sub-keys on different slots")
+		}
+	}
+	sp.Note = "each request picks one of these sub-keys (at random or round robin) and is checked against 1/N of the limit"
+	if consecutive {
+		sp.Note = fmt.Sprintf("each request picks sub-key number %d+rand(%d) (at random or round robin) and is checked against 1/N of the limit", sp.First, n)
+	}
+	if _, ok := Tag(key); ok {
+		sp.Note += "; keys a script uses together with this one must carry the same new tag"
+	}
+	if len(nodes) > 0 && n > len(nodes) {
+		sp.Note += fmt.Sprintf("; %d sub-keys over %d primaries: some primaries hold more than one", n, len(nodes))
+	}
+	return sp, nil
+}
+
+// pickSubKeys tries numbers from off: with consecutive, exactly off..off+n-1
+// must all fit, else numbers that do not fit are skipped. A number fits
+// when its slot is new and, on a live cluster, its primary holds no more
+// sub-keys than any other.
+func pickSubKeys(key string, n int, top *Topology, nodes []string, off int, consecutive bool) ([]SubKey, bool) {
+	perNode := map[string]int{}
+	used := map[int]bool{}
+	subs := make([]SubKey, 0, n)
+	limit := off + n
+	if !consecutive {
+		limit = 1000 * MaxSplit
+	}
+	for i := off; len(subs) < n && i < limit; i++ {
+		k := SubKeyName(key, i)
+		s := Slot(k)
+		fits := !used[s]
+		var node string
+		if fits && len(nodes) > 0 {
+			sh := top.Owner(s)
+			least := perNode[nodes[0]]
+			for _, nd := range nodes {
+				least = min(least, perNode[nd])
+			}
+			fits = sh != nil && perNode[sh.Primary] == least
+			if fits {
+				node = sh.Primary
+			}
+		}
+		if !fits {
+			if consecutive {
+				return nil, false
+			}
+			continue
+		}
+		used[s] = true
+		perNode[node]++
+		subs = append(subs, SubKey{Key: k, Tag: Hashed(k), Slot: s, Node: node})
+	}
+	return subs, len(subs) == n
+}
+
+// SetRate records the total rate and gives each sub-key its 1/N share.
+func (s *Split) SetRate(r rate.Rate) {
+	if r.IsZero() || len(s.SubKeys) == 0 {
+		return
+	}
+	s.Rate = r.String()
+	unit := strings.TrimPrefix(rate.Rate{Count: 1, Per: r.Per}.String(), "1")
+	part := strconv.FormatFloat(r.Count/float64(len(s.SubKeys)), 'g', 6, 64) + unit
+	for i := range s.SubKeys {
+		s.SubKeys[i].Rate = part
+	}
+}

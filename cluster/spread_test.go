@@ -1,0 +1,198 @@
+package cluster
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/rate"
+)
+
+func TestParseTemplate(t *testing.T) {
+	tests := []struct {
+		in      string
+		key7    string
+		wantErr string
+	}{
+		{"rl:{tenant:%d}:tb", "rl:{tenant:7}:tb", ""},
+		{"%d", "7", ""},
+		{"100%%:%d", "100%:7", ""},
+		{"rl:{tenant}:tb", "", "no %d"},
+		{"%d:%d", "", "more than one"},
+		{"%s", "", "%s"},
+		{"a%", "", "lone"},
+	}
+	for _, tt := range tests {
+		tpl, err := ParseTemplate(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseTemplate(%q) error = %v, want one mentioning %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseTemplate(%q): %v", tt.in, err)
+			continue
+		}
+		if got := tpl.Key(7); got != tt.key7 {
+			t.Errorf("ParseTemplate(%q).Key(7) = %q, want %q", tt.in, got, tt.key7)
+		}
+	}
+}
+
+func TestParseRange(t *testing.T) {
+	tests := []struct {
+		in       string
+		from, to int64
+		ok       bool
+	}{
+		{"1-100000", 1, 100000, true},
+		{"0-0", 0, 0, true},
+		{"5", 5, 5, true},
+		{" 3 - 9 ", 3, 9, true},
+		{"9-3", 0, 0, false},
+		{"a-b", 0, 0, false},
+		{"-5", 0, 0, false},
+		{"1-", 0, 0, false},
+		{"", 0, 0, false},
+		{"1-2-3", 0, 0, false},
+		{"0-100000000", 0, 0, false},
+		{"0-99999999", 0, 99999999, true},
+	}
+	for _, tt := range tests {
+		from, to, err := ParseRange(tt.in)
+		if (err == nil) != tt.ok || from != tt.from || to != tt.to {
+			t.Errorf("ParseRange(%q) = %d, %d, %v; want %d, %d, ok %v", tt.in, from, to, err, tt.from, tt.to, tt.ok)
+		}
+	}
+}
+
+// threeShards splits the slots like redis-cli --cluster create does for 3.
+func threeShards() *Topology {
+	top := newTopology("test")
+	top.add(Shard{Primary: "127.0.0.1:7001", Ranges: [][2]int{{0, 5460}}})
+	top.add(Shard{Primary: "127.0.0.1:7002", Ranges: [][2]int{{5461, 10922}}})
+	top.add(Shard{Primary: "127.0.0.1:7003", Replicas: []string{"127.0.0.1:7004"}, Ranges: [][2]int{{10923, 16383}}})
+	return top
+}
+
+func TestSpreadOf(t *testing.T) {
+	tpl, _ := ParseTemplate("rl:{tenant:%d}:tb")
+	sp := SpreadOf(tpl, 1, 100000, threeShards())
+	if sp.Keys != 100000 || sp.Tags != "many" || len(sp.Warnings) != 0 {
+		t.Errorf("spread of %s: keys %d tags %s warnings %q", tpl, sp.Keys, sp.Tags, sp.Warnings)
+	}
+	if sp.SlotsUsed < 16000 {
+		t.Errorf("100000 tenants use %d slots, want nearly all 16384", sp.SlotsUsed)
+	}
+	var sum int64
+	for _, p := range sp.Primaries {
+		sum += p.Keys
+		if p.Share < 0.30 || p.Share > 0.37 {
+			t.Errorf("primary %s gets %.3f of the keys, want about 1/3", p.Node, p.Share)
+		}
+	}
+	if sum != sp.Keys {
+		t.Errorf("primaries hold %d keys, want %d", sum, sp.Keys)
+	}
+	// Recount one slot by brute force.
+	var n int64
+	for i := int64(1); i <= 100000; i++ {
+		if Slot(tpl.Key(i)) == sp.BusiestSlot {
+			n++
+		}
+	}
+	if n != sp.BusiestSlotKeys {
+		t.Errorf("busiest slot %d holds %d keys by recount, Spread says %d", sp.BusiestSlot, n, sp.BusiestSlotKeys)
+	}
+
+	hot, _ := ParseTemplate("rl:{tenant}:tb:%d")
+	sp = SpreadOf(hot, 1, 1000, threeShards())
+	if sp.SlotsUsed != 1 || sp.Tags != "one" || sp.BusiestShare != 1 || len(sp.Warnings) != 1 ||
+		!strings.Contains(sp.Warnings[0], "hash tag {tenant}") {
+		t.Errorf("hot template: slots %d tags %s busiest share %v warnings %q", sp.SlotsUsed, sp.Tags, sp.BusiestShare, sp.Warnings)
+	}
+
+	plain, _ := ParseTemplate("rl:user:%d:tb")
+	sp = SpreadOf(plain, 1, 1000, nil)
+	if sp.Tags != "none" || sp.Primaries != nil || sp.SlotsUsed < 900 {
+		t.Errorf("untagged template: tags %s primaries %v slots %d", sp.Tags, sp.Primaries, sp.SlotsUsed)
+	}
+}
+
+func TestProposeSplit(t *testing.T) {
+	top := threeShards()
+	for _, key := range []string{"rl:{tenant:7}:tb", "rl:user:42", "{}x", ""} {
+		for _, n := range []int{2, 3, 4, 8} {
+			sp, err := ProposeSplit(key, n, top)
+			if err != nil {
+				t.Fatalf("ProposeSplit(%q, %d): %v", key, n, err)
+			}
+			if len(sp.SubKeys) != n || sp.Share != "1/"+strconv.Itoa(n) {
+				t.Fatalf("ProposeSplit(%q, %d) gave %d sub-keys, share %s", key, n, len(sp.SubKeys), sp.Share)
+			}
+			slots := map[int]bool{}
+			nodes := map[string]int{}
+			for _, s := range sp.SubKeys {
+				if Slot(s.Key) != s.Slot || slots[s.Slot] {
+					t.Errorf("sub-key %q: slot %d (computed %d), repeated %v", s.Key, s.Slot, Slot(s.Key), slots[s.Slot])
+				}
+				slots[s.Slot] = true
+				if top.Owner(s.Slot).Primary != s.Node {
+					t.Errorf("sub-key %q shown on %s, slot %d is on %s", s.Key, s.Node, s.Slot, top.Owner(s.Slot).Primary)
+				}
+				nodes[s.Node]++
+			}
+			if !sp.Consecutive {
+				t.Errorf("ProposeSplit(%q, %d) found no run of consecutive numbers", key, n)
+			}
+			for j, s := range sp.SubKeys {
+				if want := SubKeyName(key, sp.First+j); s.Key != want {
+					t.Errorf("sub-key %d = %q, want %q (numbers from %d)", j, s.Key, want, sp.First)
+				}
+			}
+			lo, hi := n, 0
+			for _, sh := range top.Shards {
+				lo, hi = min(lo, nodes[sh.Primary]), max(hi, nodes[sh.Primary])
+			}
+			if hi-lo > 1 {
+				t.Errorf("ProposeSplit(%q, %d) spreads %v over primaries", key, n, nodes)
+			}
+		}
+	}
+	sp, _ := ProposeSplit("rl:{tenant:7}:tb", 3, nil)
+	if sp.SubKeys[0].Key != "rl:{tenant:7:0}:tb" || sp.SubKeys[0].Node != "" {
+		t.Errorf("first sub-key = %+v, want rl:{tenant:7:0}:tb without a node", sp.SubKeys[0])
+	}
+	sp.SetRate(rate.Rate{Count: 1000, Per: time.Second})
+	if sp.Rate != "1000/s" || sp.SubKeys[2].Rate != "333.333/s" {
+		t.Errorf("SetRate: rate %s, sub-key rate %s", sp.Rate, sp.SubKeys[2].Rate)
+	}
+	big, err := ProposeSplit("rl:{tenant:7}:tb", 1000, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	perNode := map[string]int{}
+	for _, s := range big.SubKeys {
+		if seen[s.Slot] {
+			t.Fatalf("1000-way split repeats slot %d", s.Slot)
+		}
+		seen[s.Slot] = true
+		perNode[s.Node]++
+	}
+	if big.Consecutive || len(big.SubKeys) != 1000 || len(perNode) != 3 {
+		t.Errorf("1000-way split: consecutive %v, %d sub-keys, per primary %v", big.Consecutive, len(big.SubKeys), perNode)
+	}
+	for _, c := range perNode {
+		if c < 333 || c > 334 {
+			t.Errorf("1000-way split per primary = %v, want 333 or 334 each", perNode)
+		}
+	}
+	for _, n := range []int{0, 1, MaxSplit + 1} {
+		if _, err := ProposeSplit("k", n, nil); err == nil {
+			t.Errorf("ProposeSplit(k, %d) accepted", n)
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotCluster means the server answered but has cluster support disabled.
+var ErrNotCluster = errors.New("not a cluster node")
+
+// Shard is one primary, its replicas and the slot ranges it serves.
+type Shard struct {
+	Primary  string   `json:"primary"`
+	Replicas []string `json:"replicas"`
+	Ranges   [][2]int `json:"ranges"`
+}
+
+// Topology maps every slot to the shard that serves it.
+type Topology struct {
+	// Source is the command the map was read from: "CLUSTER SHARDS" or
+	// "CLUSTER SLOTS".
+	Source string  `json:"source"`
+	Shards []Shard `json:"shards"`
+	owner  [Slots]int16
+}
+
+// Owner returns the shard serving slot, or nil when no node serves it.
+func (t *Topology) Owner(slot int) *Shard {
+	if t == nil || slot < 0 || slot >= Slots || t.owner[slot] < 0 {
+		return nil
+	}
+	return &t.Shards[t.owner[slot]]
+}
+
+// Uncovered counts the slots no shard serves.
+func (t *Topology) Uncovered() int {
+	n := 0
+	for _, o := range t.owner {
+		if o < 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func newTopology(source string) *Topology {
+	t := &Topology{Source: source, Shards: []Shard{}}
+	for i := range t.owner {
+		t.owner[i] = -1
+	}
+	return t
+}
+
+func (t *Topology) add(sh Shard) {
+	idx := -1
+	for i := range t.Shards {
+		if t.Shards[i].Primary == sh.Primary {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		if sh.Replicas == nil {
+			sh.Replicas = []string{}
+		}
+		if sh.Ranges == nil {
+			sh.Ranges = [][2]int{}
+		}
+		t.Shards = append(t.Shards, sh)
+		idx = len(t.Shards) - 1
+	} else {
+		t.Shards[idx].Ranges = append(t.Shards[idx].Ranges, sh.Ranges...)
+	}
+	for _, r := range sh.Ranges {
+		for s := max(r[0], 0); s <= r[1] && s < Slots; s++ {
+			t.owner[s] = int16(idx)
+		}
+	}
+}
+
+// LoadTopology reads which node serves each slot, from CLUSTER SHARDS
+// (Redis 7+), falling back to CLUSTER SLOTS on servers that do not know it.
+// With tls, node addresses use the TLS port when a node has one.
+func LoadTopology(ctx context.Context, c redis.UniversalClient, tls bool) (*Topology, error) {
+	shards, err := c.ClusterShards(ctx).Result()
+	if err == nil {
+		return FromShards(shards, tls), nil
+	}
+	if isClusterDisabled(err) {
+		return nil, ErrNotCluster
+	}
+	if !isUnknownCommand(err) {
+		return nil, fmt.Errorf("cluster shards: %w", err)
+	}
+	slots, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		if isClusterDisabled(err) {
+			return nil, ErrNotCluster
+		}
+		return nil, fmt.Errorf("cluster slots: %w", err)
+	}
+	return FromSlots(slots), nil
+}
+
+func isClusterDisabled(err error) bool {
+	return strings.Contains(strings.ToLower(err.Error()), "cluster support disabled")
+}
+
+func isUnknownCommand(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "unknown subcommand") || strings.Contains(msg, "unknown command")
+}
+
+// FromShards builds the map from a CLUSTER SHARDS reply.
+func FromShards(shards []redis.ClusterShard, tls bool) *Topology {
+	t := newTopology("CLUSTER SHARDS")
+	for _, s := range shards {
+		var sh Shard
+		for _, n := range s.Nodes {
+			addr := nodeAddr(n, tls)
+			if n.Role == "master" && sh.Primary == "" {
+				sh.Primary = addr
+			} else {
+				sh.Replicas = append(sh.Replicas, addr)
+			}
+		}
+		if sh.Primary == "" {
+			continue
+		}
+		for _, r := range s.Slots {
+			sh.Ranges = append(sh.Ranges, [2]int{int(r.Start), int(r.End)})
+		}
+		t.add(sh)
+	}
+	return t
+}
+
+// nodeAddr is the host:port a client connects to: the node's announced
+// endpoint (its IP unless cluster-preferred-endpoint-type says otherwise)
+// and its port, or its TLS port when the connection uses TLS or the node
+// has no plain port.
+func nodeAddr(n redis.Node, tls bool) string {
+	host := n.Endpoint
+	if host == "" || host == "?" {
+		host = n.IP
+	}
+	port := n.Port
+	if (tls && n.TLSPort > 0) || port == 0 {
+		port = n.TLSPort
+	}
+	return net.JoinHostPort(host, strconv.FormatInt(port, 10))
+}
+
+// FromSlots builds the map from a CLUSTER SLOTS reply: the first node of
+// each range is its primary, the rest are replicas.
+func FromSlots(slots []redis.ClusterSlot) *Topology {
+	t := newTopology("CLUSTER SLOTS")
+	for _, s := range slots {
+		if len(s.Nodes) == 0 {
+			continue
+		}
+		sh := Shard{Primary: s.Nodes[0].Addr, Ranges: [][2]int{{s.Start, s.End}}}
+		for _, n := range s.Nodes[1:] {
+			sh.Replicas = append(sh.Replicas, n.Addr)
+		}
+		t.add(sh)
+	}
+	return t
+}
+
+// ServerSlots asks the server's CLUSTER KEYSLOT for every key, pipelined in
+// batches, and returns the answers in the order of keys.
+func ServerSlots(ctx context.Context, c redis.UniversalClient, keys []string) ([]int, error) {
+	const batch = 1000
+	out := make([]int, len(keys))
+	cmds := make([]*redis.IntCmd, 0, batch)
+	for start := 0; start < len(keys); start += batch {
+		end := min(start+batch, len(keys))
+		pipe := c.Pipeline()
+		cmds = cmds[:0]
+		for _, k := range keys[start:end] {
+			cmds = append(cmds, pipe.ClusterKeySlot(ctx, k))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			if isClusterDisabled(err) {
+				return nil, ErrNotCluster
+			}
+			return nil, fmt.Errorf("cluster keyslot: %w", err)
+		}
+		for i, cmd := range cmds {
+			out[start+i] = int(cmd.Val())
+		}
+	}
+	return out, nil
+}

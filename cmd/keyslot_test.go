@@ -1,0 +1,226 @@
+package cmd
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/redistest"
+)
+
+func TestKeyslotFlags(t *testing.T) {
+	tf := newTestFactory(t)
+	var got *keyslotOptions
+	c := newKeyslotCmd(tf.Factory, func(o *keyslotOptions) error { got = o; return nil })
+	c.SetArgs([]string{"-f", "keys.txt", "--verify", "--same-slot", "--groups", "g.txt", "--script", "a.lua",
+		"--template", "t:%d", "--range", "1-5", "--split", "", "--into", "4", "--rate", "100/s", "b.lua"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.File != "keys.txt" || !got.Verify || !got.SameSlot || got.Groups != "g.txt" ||
+		!slices.Equal(got.Scripts, []string{"a.lua"}) || !slices.Equal(got.Args, []string{"b.lua"}) ||
+		got.Template != "t:%d" || got.Range != "1-5" || !got.SplitSet || got.Split != "" || got.Into != 4 ||
+		got.Rate.String() != "100/s" {
+		t.Errorf("options = %+v", got)
+	}
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func decodeKeyslot(t *testing.T, out string) cluster.Result {
+	t.Helper()
+	var res cluster.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output is not a keyslot document: %v\n%s", err, out)
+	}
+	if res.Kind != "keyslot" || res.Version != 1 {
+		t.Fatalf("document kind %q version %d", res.Kind, res.Version)
+	}
+	return res
+}
+
+func TestKeyslotOffline(t *testing.T) {
+	groups := writeFile(t, "groups.txt", "rl:{u:1}:a rl:{u:1}:b\n\"rl:user 2:a\" rl:user:2:b\n")
+	keys := writeFile(t, "keys.txt", "rl:{user:42}:tb\r\nfoo{hash_tag}\n")
+	empty := writeFile(t, "empty.txt", "\n")
+	bad := writeFile(t, "bad.lua", "local k = ARGV[1]\nreturn redis.call('INCR', 'rl:global')\n")
+	evalScripts, _ := filepath.Glob("../eval/*.lua")
+	if len(evalScripts) == 0 {
+		t.Fatal("no ../eval/*.lua scripts")
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		stdin   string
+		code    int
+		out     []string // substrings of stdout
+		errOut  string   // substring of stderr
+		verdict string   // with -o json
+	}{
+		{name: "vectors json", args: []string{"-o", "json", "user:42", "{{}}", ""}, code: 0, verdict: "pass",
+			out: []string{`"slot": 15880`, `"slot": 4092`, `"tag": "{"`, `"slot": 0`}},
+		{name: "crossslot pair", args: []string{"--same-slot", "rl:user:42:minute", "rl:global:minute"}, code: 1,
+			out: []string{"CROSSSLOT", "fix:"}, errOut: "CROSSSLOT"},
+		{name: "same slot pair", args: []string{"--same-slot", "rl:{user:42}:minute", "rl:{user:42}:day"}, code: 0,
+			out: []string{"PASS  rl:{user:42}:minute rl:{user:42}:day  slot 15880", "verdict: PASS"}},
+		{name: "groups file", args: []string{"--groups", groups, "-o", "json"}, code: 1, verdict: "fail",
+			out: []string{`"crossslot": true`, `"crossslot": false`, `"line": 2`}},
+		{name: "keys file crlf", args: []string{"-f", keys, "-o", "json"}, code: 0,
+			out: []string{`"key": "rl:{user:42}:tb"`, `"slot": 2515`}},
+		{name: "stdin", args: []string{"-f", "-", "extra"}, stdin: "a b\n{x}y\n", code: 0,
+			out: []string{`"a b"`, "tag x", "extra"}},
+		{name: "project scripts pass", args: append([]string{"--script"}, evalScripts...), code: 0,
+			out: []string{"PASS  ../eval/token_bucket.lua", "verdict: PASS"}},
+		{name: "bad script github", args: []string{"--script", bad, "-o", "github"}, code: 1,
+			out: []string{"::error file=" + bad + ",line=2,", "'rl:global' is a string literal"}},
+		{name: "junit", args: []string{"--script", bad, "--groups", groups, "-o", "junit"}, code: 1,
+			out: []string{`<testsuite name="ratelimit keyslot" tests="3" failures="2">`}},
+		{name: "template", args: []string{"--template", "rl:{tenant}:%d", "--range", "1-50"}, code: 0,
+			out: []string{"50 keys on 1 of 16384 slots", "warning: every key has the hash tag {tenant}"}},
+		{name: "split", args: []string{"--split", "rl:{t:7}:tb", "--into", "3", "--rate", "30/s", "-o", "json"}, code: 0,
+			out: []string{`"rate": "10/s"`, `"share": "1/3"`}},
+		{name: "missing file", args: []string{"-f", "/nonexistent/keys.txt"}, code: 2, errOut: "open keys file /nonexistent/keys.txt: no such file"},
+		{name: "missing groups", args: []string{"--groups", "/nonexistent/g"}, code: 2, errOut: "no such file"},
+		{name: "missing script", args: []string{"--script", "/nonexistent/x.lua"}, code: 2, errOut: "read script"},
+		{name: "empty key list", args: []string{"-f", empty}, code: 2, errOut: "no keys in"},
+		{name: "empty stdin", args: []string{"-f", "-"}, code: 2, errOut: "no keys in -"},
+		{name: "nothing", args: nil, code: 2, errOut: "nothing to check"},
+		{name: "malformed range", args: []string{"--template", "a:%d", "--range", "1-x"}, code: 2, errOut: "range \"1-x\""},
+		{name: "backwards range", args: []string{"--template", "a:%d", "--range", "9-1"}, code: 2, errOut: "backwards"},
+		{name: "template without verb", args: []string{"--template", "a", "--range", "1-2"}, code: 2, errOut: "no %d"},
+		{name: "range alone", args: []string{"--range", "1-2", "k"}, code: 2, errOut: "go together"},
+		{name: "into alone", args: []string{"--into", "3"}, code: 2, errOut: "go together"},
+		{name: "into too small", args: []string{"--split", "k", "--into", "1"}, code: 2, errOut: "from 2 to 1024"},
+		{name: "same slot one key", args: []string{"--same-slot", "k"}, code: 2, errOut: "at least two keys"},
+		{name: "bad quoting", args: []string{"--groups", writeFile(t, "q.txt", "\"open\n")}, code: 2, errOut: "q.txt:1: unbalanced quotes"},
+		{name: "unsupported output", args: []string{"-o", "markdown", "k"}, code: 2, errOut: "not supported"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tf := newTestFactory(t)
+			tf.IO.In = strings.NewReader(tt.stdin)
+			code := tf.execute(t, append([]string{"keyslot"}, tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit = %d, want %d; stderr %q; stdout:\n%s", code, tt.code, tf.ErrOut.String(), tf.Out.String())
+			}
+			for _, s := range tt.out {
+				if !strings.Contains(tf.Out.String(), s) {
+					t.Errorf("stdout lacks %q:\n%s", s, tf.Out.String())
+				}
+			}
+			if !strings.Contains(tf.ErrOut.String(), tt.errOut) {
+				t.Errorf("stderr = %q, want it to contain %q", tf.ErrOut.String(), tt.errOut)
+			}
+			if n := strings.Count(strings.TrimSpace(tf.ErrOut.String()), "\n"); tt.code != 0 && n != 0 {
+				t.Errorf("stderr has %d lines, want one: %q", n+1, tf.ErrOut.String())
+			}
+			if tt.verdict != "" {
+				if res := decodeKeyslot(t, tf.Out.String()); res.Verdict != tt.verdict {
+					t.Errorf("verdict = %q, want %q", res.Verdict, tt.verdict)
+				}
+			}
+		})
+	}
+}
+
+// TestKeyslotLiveCluster runs the command against the real 3-primary
+// cluster: the pinned vectors are verified with CLUSTER KEYSLOT, and each
+// key's node answers a GET for it without MOVED.
+func TestKeyslotLiveCluster(t *testing.T) {
+	c := redistest.Cluster(t)
+	keys := []string{"123456789", "somekey", "foo{hash_tag}", "user:42", "rl:{user:42}:tb", "rl:user:42:tb",
+		"{}foo", "foo{}{bar}", "foo{{bar}}zap", "{{}}", "{", ""}
+	want := []int{12739, 11058, 2515, 15880, 15880, 11836, 9500, 8363, 4015, 4092, 4092, 0}
+	tf := newTestFactory(t)
+	code := tf.execute(t, append([]string{"keyslot", "--redis", c.URL, "--verify", "-o", "json"}, keys...)...)
+	if code != exitcode.OK {
+		t.Fatalf("exit = %d, stderr %q", code, tf.ErrOut.String())
+	}
+	res := decodeKeyslot(t, tf.Out.String())
+	if res.Server == nil || res.Server.Mode != "cluster" || res.Topology == nil || len(res.Topology.Shards) != 3 {
+		t.Fatalf("server %+v topology %+v", res.Server, res.Topology)
+	}
+	if res.Verify == nil || res.Verify.Checked != len(keys) || res.Verify.Mismatches != 0 {
+		t.Fatalf("verify = %+v", res.Verify)
+	}
+	ctx := t.Context()
+	for i, k := range res.Keys {
+		if k.Slot != want[i] || k.ServerSlot == nil || *k.ServerSlot != want[i] {
+			t.Errorf("key %q: slot %d, server %v, pinned %d", k.Key, k.Slot, k.ServerSlot, want[i])
+		}
+		node := redis.NewClient(&redis.Options{Addr: k.Node, MaxRetries: -1})
+		err := node.Get(ctx, k.Key).Err()
+		_ = node.Close()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Errorf("GET %q on the node shown (%s): %v", k.Key, k.Node, err)
+		}
+	}
+	t.Logf("pinned vectors: %d keys agree with the cluster's CLUSTER KEYSLOT and are served by the node shown", len(keys))
+}
+
+// TestKeyslotSameSlotAgreesWithCluster checks the --same-slot verdict of
+// both acceptance pairs against what the cluster answers to an EVAL that
+// writes both keys.
+func TestKeyslotSameSlotAgreesWithCluster(t *testing.T) {
+	c := redistest.Cluster(t)
+	ctx := t.Context()
+	for _, pair := range [][]string{{"rl:user:42:minute", "rl:global:minute"}, {"rl:{user:42}:minute", "rl:{user:42}:day"}} {
+		tf := newTestFactory(t)
+		code := tf.execute(t, "keyslot", "--redis", c.URL, "--same-slot", pair[0], pair[1])
+		redistest.Cleanup(t, c.Client, pair...)
+		err := c.Client.Eval(ctx, "redis.call('SET', KEYS[1], 1, 'PX', 60000) redis.call('SET', KEYS[2], 1, 'PX', 60000) return 1", pair).Err()
+		cross := err != nil && strings.Contains(err.Error(), "CROSSSLOT")
+		if err != nil && !cross {
+			t.Fatalf("EVAL %v: %v", pair, err)
+		}
+		if wantCode := map[bool]int{true: 1, false: 0}[cross]; code != wantCode {
+			t.Errorf("keyslot --same-slot %v exit %d, cluster EVAL answered %v", pair, code, err)
+		}
+		if cross && !strings.Contains(tf.ErrOut.String(), "CROSSSLOT") {
+			t.Errorf("stderr %q does not name CROSSSLOT", tf.ErrOut.String())
+		}
+	}
+}
+
+func TestKeyslotNotCluster(t *testing.T) {
+	s := redistest.Standalone(t)
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "keyslot", "--redis", s.URL, "a"); code != 0 {
+		t.Fatalf("exit = %d, stderr %q", code, tf.ErrOut.String())
+	}
+	if !strings.Contains(tf.Out.String(), "is not a Redis Cluster (standalone)") {
+		t.Errorf("stdout does not say the server is not a cluster:\n%s", tf.Out.String())
+	}
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "keyslot", "--redis", s.URL, "--verify", "a"); code != 2 {
+		t.Fatalf("--verify on standalone: exit %d, want 2", code)
+	}
+	if msg := strings.TrimSpace(tf.ErrOut.String()); strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "--verify needs a Redis Cluster") {
+		t.Errorf("stderr = %q, want one line saying --verify needs a cluster", msg)
+	}
+	tf = newTestFactory(t)
+	tf.Env["REDIS_URL"] = "embedded"
+	start := time.Now()
+	if code := tf.execute(t, "keyslot", "-o", "json", "a"); code != 0 {
+		t.Fatalf("embedded: exit %d, stderr %q", code, tf.ErrOut.String())
+	}
+	if res := decodeKeyslot(t, tf.Out.String()); res.Notice == "" || res.Keys[0].Node != "" {
+		t.Errorf("embedded: notice %q node %q (after %v)", res.Notice, res.Keys[0].Node, time.Since(start))
+	}
+}

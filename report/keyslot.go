@@ -1,0 +1,347 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/ratelimit-dev/ratelimit/cluster"
+)
+
+// ksKey prints a key so that every byte is visible: as is when it is
+// plain printable ASCII without spaces or quotes, else double-quoted with
+// escapes (the form --groups files and redis-cli read back).
+func ksKey(k string) string { return cluster.QuoteArg(k) }
+
+func ksKeys(keys []string) string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = ksKey(k)
+	}
+	return strings.Join(out, " ")
+}
+
+func ksHashed(tag string, tagged bool) string {
+	if tagged {
+		return "tag " + ksKey(tag)
+	}
+	return "whole key"
+}
+
+// ksPlural writes "1 finding", "2 findings".
+func ksPlural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// pct prints a share as a percentage, with more digits below 1%.
+func pct(f float64) string {
+	digits := 1
+	if f > 0 && f < 0.01 {
+		digits = 3
+	}
+	return strconv.FormatFloat(f*100, 'f', digits, 64) + "%"
+}
+
+// KeyslotText renders a keyslot result as text: the server (or that slots
+// were computed offline), the keys with their slots and nodes, the groups,
+// the linted scripts, the spread, the split and the verdict.
+func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
+	st := NewStyles(w, o)
+	var b strings.Builder
+	if res.Server != nil {
+		b.WriteString(ServerLine(*res.Server, st))
+	} else {
+		b.WriteString(st.Dim.Render("offline: slots computed with the Redis Cluster rules (CRC16 of the hash tag or key, mod 16384); pass --redis URL of a cluster node to see which node serves them") + "\n")
+	}
+	if res.Notice != "" {
+		b.WriteString(st.Warn.Render("notice: "+res.Notice) + "\n")
+	}
+	if t := res.Topology; t != nil {
+		reps := 0
+		for _, sh := range t.Shards {
+			reps += len(sh.Replicas)
+		}
+		fmt.Fprintf(&b, "%s\n", st.Dim.Render(fmt.Sprintf("nodes from %s: %s, %s", t.Source, ksPlural(len(t.Shards), "primary", "primaries"), ksPlural(reps, "replica", "replicas"))))
+		if u := t.Uncovered(); u > 0 {
+			b.WriteString(st.Warn.Render(fmt.Sprintf("warning: %d slots are served by no node", u)) + "\n")
+		}
+	}
+	if len(res.Keys) > 0 {
+		b.WriteString("\n")
+		headers := []string{"KEY", "HASHED", "SLOT"}
+		live := res.Topology != nil
+		if live {
+			headers = append(headers, "NODE", "REPLICAS")
+		}
+		if res.Verify != nil {
+			headers = append(headers, "CLUSTER KEYSLOT")
+		}
+		rows := make([][]string, len(res.Keys))
+		for i, k := range res.Keys {
+			row := []string{ksKey(k.Key), ksHashed(k.Tag, k.Tagged), strconv.Itoa(k.Slot)}
+			if live {
+				node := k.Node
+				if node == "" {
+					node = "(none)"
+				}
+				reps := strings.Join(k.Replicas, ",")
+				if reps == "" {
+					reps = "-"
+				}
+				row = append(row, node, reps)
+			}
+			if res.Verify != nil && k.ServerSlot != nil {
+				v := strconv.Itoa(*k.ServerSlot)
+				if *k.ServerSlot != k.Slot {
+					v = st.Fail.Render(v + " MISMATCH")
+				}
+				row = append(row, v)
+			}
+			rows[i] = row
+		}
+		b.WriteString(Table(headers, rows, st, 2, len(headers)-1))
+	}
+	if v := res.Verify; v != nil {
+		fmt.Fprintf(&b, "\n%s  %s checked with CLUSTER KEYSLOT, %s\n",
+			st.Verdict(v.Mismatches == 0), ksPlural(v.Checked, "key", "keys"), ksPlural(v.Mismatches, "mismatch", "mismatches"))
+	}
+	if len(res.Groups) > 0 {
+		b.WriteString("\n" + st.Title.Render("Groups (keys used together must share a slot)") + "\n")
+		for _, g := range res.Groups {
+			where := ""
+			if g.File != "" {
+				where = st.Dim.Render(fmt.Sprintf("  (%s:%d)", g.File, g.Line))
+			}
+			if !g.Crossslot {
+				slot := "no keys"
+				if len(g.Slots) == 1 {
+					slot = "slot " + strconv.Itoa(g.Slots[0])
+				}
+				fmt.Fprintf(&b, "%s  %s  %s%s\n", st.Verdict(true), ksKeys(g.Keys), slot, where)
+				continue
+			}
+			fmt.Fprintf(&b, "%s  %s  CROSSSLOT: %d slots%s\n", st.Verdict(false), ksKeys(g.Keys), len(g.Slots), where)
+			for _, sk := range g.BySlot {
+				fmt.Fprintf(&b, "      slot %d (%s): %s\n", sk.Slot, ksHashed(sk.Tag, sk.Tag != ""), ksKeys(sk.Keys))
+			}
+			fmt.Fprintf(&b, "      fix: %s\n", g.Fix)
+		}
+	}
+	if len(res.Scripts) > 0 {
+		b.WriteString("\n" + st.Title.Render("Scripts (key arguments must come from KEYS)") + "\n")
+		for _, s := range res.Scripts {
+			if len(s.Findings) == 0 {
+				fmt.Fprintf(&b, "%s  %s  %s\n", st.Verdict(true), s.File, ksPlural(s.Calls, "redis call", "redis calls"))
+				continue
+			}
+			fmt.Fprintf(&b, "%s  %s  %s in %s\n", st.Verdict(false), s.File, ksPlural(len(s.Findings), "finding", "findings"), ksPlural(s.Calls, "redis call", "redis calls"))
+			for _, f := range s.Findings {
+				fmt.Fprintf(&b, "      %s:%d: %s\n", f.File, f.Line, f.Message())
+			}
+		}
+	}
+	if sp := res.Spread; sp != nil {
+		b.WriteString("\n" + st.Title.Render(fmt.Sprintf("Spread of %s over %d-%d", sp.Template, sp.From, sp.To)) + "\n")
+		fmt.Fprintf(&b, "%d keys on %d of %d slots; busiest slot %d holds %d keys (%s)\n",
+			sp.Keys, sp.SlotsUsed, cluster.Slots, sp.BusiestSlot, sp.BusiestSlotKeys, pct(sp.BusiestSlotShare))
+		if len(sp.Primaries) > 0 {
+			rows := make([][]string, len(sp.Primaries))
+			for i, p := range sp.Primaries {
+				rows[i] = []string{p.Node, strconv.Itoa(p.Slots), strconv.FormatInt(p.Keys, 10), pct(p.Share)}
+			}
+			b.WriteString(Table([]string{"PRIMARY", "SLOTS", "KEYS", "SHARE"}, rows, st, 1, 2, 3))
+			if sp.BusiestPrimary != "" {
+				fmt.Fprintf(&b, "busiest primary: %s with %s of the keys\n", sp.BusiestPrimary, pct(sp.BusiestShare))
+			}
+		}
+		for _, wmsg := range sp.Warnings {
+			b.WriteString(st.Warn.Render("warning: "+wmsg) + "\n")
+		}
+	}
+	if sp := res.Split; sp != nil {
+		title := fmt.Sprintf("Split of %s into %d sub-keys, each carrying %s of the rate", ksKey(sp.Key), sp.Into, sp.Share)
+		if sp.Rate != "" {
+			title += " (" + sp.Rate + " in all)"
+		}
+		b.WriteString("\n" + st.Title.Render(title) + "\n")
+		headers := []string{"SUB-KEY", "HASHED", "SLOT"}
+		live := len(sp.SubKeys) > 0 && sp.SubKeys[0].Node != ""
+		if live {
+			headers = append(headers, "NODE")
+		}
+		if sp.Rate != "" {
+			headers = append(headers, "RATE")
+		}
+		rows := make([][]string, len(sp.SubKeys))
+		for i, s := range sp.SubKeys {
+			_, tagged := cluster.Tag(s.Key)
+			row := []string{ksKey(s.Key), ksHashed(s.Tag, tagged), strconv.Itoa(s.Slot)}
+			if live {
+				row = append(row, s.Node)
+			}
+			if sp.Rate != "" {
+				row = append(row, s.Rate)
+			}
+			rows[i] = row
+		}
+		b.WriteString(Table(headers, rows, st, 2))
+		b.WriteString(st.Dim.Render("note: "+sp.Note) + "\n")
+	}
+	b.WriteString("\nverdict: " + st.Verdict(res.Pass()))
+	if len(res.Reasons) > 0 {
+		b.WriteString("  " + strings.Join(res.Reasons, "; "))
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+type ksJUnitSuites struct {
+	XMLName  xml.Name       `xml:"testsuites"`
+	Name     string         `xml:"name,attr"`
+	Tests    int            `xml:"tests,attr"`
+	Failures int            `xml:"failures,attr"`
+	Suites   []ksJUnitSuite `xml:"testsuite"`
+}
+
+type ksJUnitSuite struct {
+	Name     string        `xml:"name,attr"`
+	Tests    int           `xml:"tests,attr"`
+	Failures int           `xml:"failures,attr"`
+	Cases    []ksJUnitCase `xml:"testcase"`
+}
+
+type ksJUnitCase struct {
+	Classname string          `xml:"classname,attr"`
+	Name      string          `xml:"name,attr"`
+	File      string          `xml:"file,attr,omitempty"`
+	Line      int             `xml:"line,attr,omitempty"`
+	Failure   *ksJUnitFailure `xml:"failure,omitempty"`
+}
+
+type ksJUnitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// KeyslotJUnit renders a keyslot result as JUnit XML: one testcase per
+// group and per linted script, and one for --verify when it ran.
+func KeyslotJUnit(w io.Writer, res cluster.Result) error {
+	suite := ksJUnitSuite{Name: "ratelimit keyslot", Cases: []ksJUnitCase{}}
+	for _, g := range res.Groups {
+		c := ksJUnitCase{Classname: "keyslot.groups", Name: ksKeys(g.Keys), File: g.File, Line: g.Line}
+		if g.Crossslot {
+			var d strings.Builder
+			for _, sk := range g.BySlot {
+				fmt.Fprintf(&d, "slot %d: %s\n", sk.Slot, ksKeys(sk.Keys))
+			}
+			fmt.Fprintf(&d, "fix: %s\n", g.Fix)
+			c.Failure = &ksJUnitFailure{Type: "CROSSSLOT", Text: d.String(),
+				Message: fmt.Sprintf("CROSSSLOT: keys used together span %d slots %v", len(g.Slots), g.Slots)}
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	for _, s := range res.Scripts {
+		c := ksJUnitCase{Classname: "keyslot.scripts", Name: s.File, File: s.File}
+		if len(s.Findings) > 0 {
+			var d strings.Builder
+			for _, f := range s.Findings {
+				fmt.Fprintf(&d, "%s:%d: %s\n", f.File, f.Line, f.Message())
+			}
+			c.Failure = &ksJUnitFailure{Type: "lint", Text: d.String(),
+				Message: fmt.Sprintf("%d key arguments do not come from KEYS", len(s.Findings))}
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	if v := res.Verify; v != nil {
+		c := ksJUnitCase{Classname: "keyslot.verify", Name: fmt.Sprintf("CLUSTER KEYSLOT agrees for %d keys", v.Checked)}
+		if v.Mismatches > 0 {
+			var d strings.Builder
+			for _, k := range res.Keys {
+				if k.ServerSlot != nil && *k.ServerSlot != k.Slot {
+					fmt.Fprintf(&d, "%s: offline %d, server %d\n", ksKey(k.Key), k.Slot, *k.ServerSlot)
+				}
+			}
+			c.Failure = &ksJUnitFailure{Type: "mismatch", Text: d.String(),
+				Message: fmt.Sprintf("%d of %d keys differ", v.Mismatches, v.Checked)}
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	for _, c := range suite.Cases {
+		suite.Tests++
+		if c.Failure != nil {
+			suite.Failures++
+		}
+	}
+	doc := ksJUnitSuites{Name: "ratelimit", Tests: suite.Tests, Failures: suite.Failures, Suites: []ksJUnitSuite{suite}}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("encode junit: %w", err)
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// ksGHData escapes a workflow command's message.
+func ksGHData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+// ksGHProp escapes a workflow command's property value.
+func ksGHProp(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+// KeyslotGitHub renders a keyslot result as GitHub Actions workflow
+// commands: an ::error annotation (with file and line when known) per lint
+// finding, CROSSSLOT group and verify mismatch, a ::warning per spread
+// warning, and a last plain line with the verdict.
+func KeyslotGitHub(w io.Writer, res cluster.Result) error {
+	var b strings.Builder
+	for _, f := range res.Findings {
+		fmt.Fprintf(&b, "::error file=%s,line=%d,title=%s::%s\n", ksGHProp(f.File), max(f.Line, 1),
+			ksGHProp("keyslot: key not from KEYS"), ksGHData(f.Message()))
+	}
+	for _, g := range res.Groups {
+		if !g.Crossslot {
+			continue
+		}
+		loc := ""
+		if g.File != "" {
+			loc = fmt.Sprintf("file=%s,line=%d,", ksGHProp(g.File), g.Line)
+		}
+		fmt.Fprintf(&b, "::error %stitle=%s::%s\n", loc, ksGHProp("keyslot: CROSSSLOT"),
+			ksGHData(fmt.Sprintf("keys %s span slots %v; %s", ksKeys(g.Keys), g.Slots, g.Fix)))
+	}
+	for _, k := range res.Keys {
+		if k.ServerSlot != nil && *k.ServerSlot != k.Slot {
+			fmt.Fprintf(&b, "::error title=%s::%s\n", ksGHProp("keyslot: verify"),
+				ksGHData(fmt.Sprintf("key %s: offline slot %d, CLUSTER KEYSLOT %d", ksKey(k.Key), k.Slot, *k.ServerSlot)))
+		}
+	}
+	if res.Spread != nil {
+		for _, wmsg := range res.Spread.Warnings {
+			fmt.Fprintf(&b, "::warning title=%s::%s\n", ksGHProp("keyslot: hot spot"), ksGHData(wmsg))
+		}
+	}
+	if res.Notice != "" {
+		fmt.Fprintf(&b, "::notice title=keyslot::%s\n", ksGHData(res.Notice))
+	}
+	verdict := "keyslot: PASS"
+	if !res.Pass() {
+		verdict = "keyslot: FAIL: " + strings.Join(res.Reasons, "; ")
+	}
+	b.WriteString(verdict + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
