@@ -81,7 +81,7 @@ func (r Rate) IsZero() bool { return r.Count == 0 || r.Per == 0 }
 // String prints the rate in the form Parse reads, e.g. "20/s", "5/100ms".
 func (r Rate) String() string {
 	if r.IsZero() {
-		return "0/s"
+		return "0"
 	}
 	n := strconv.FormatFloat(r.Count, 'f', -1, 64)
 	switch r.Per {
