@@ -22,6 +22,7 @@ type sandboxOptions struct {
 	PortBase  int
 	ServerBin string
 	For       time.Duration
+	ServerArg []string
 }
 
 func newSandboxCmd(f *Factory, run func(*sandboxOptions) error) *cobra.Command {
@@ -38,6 +39,9 @@ exactly the processes it started and remove the directory.`,
 
   # a 3-primary cluster for 20 seconds
   ratelimit sandbox --cluster --for 20s
+
+  # room for 'ratelimit race --concurrency 10000'
+  ratelimit sandbox --server-arg=--maxclients --server-arg=20000
 
   # in another terminal
   ratelimit race --redis redis://127.0.0.1:PORT`,
@@ -59,6 +63,7 @@ exactly the processes it started and remove the directory.`,
 	c.Flags().IntVar(&opts.PortBase, "port-base", 0, "listen on PORT-BASE, PORT-BASE+1, ... instead of free ports")
 	c.Flags().StringVar(&opts.ServerBin, "server-bin", "", "server binary (default: redis-server, else valkey-server, on PATH)")
 	c.Flags().DurationVar(&opts.For, "for", 0, "stop after this long (default: until Ctrl-C)")
+	c.Flags().StringArrayVar(&opts.ServerArg, "server-arg", nil, "extra server argument, repeatable (e.g. --server-arg=--maxclients --server-arg=20000)")
 	return c
 }
 
@@ -89,7 +94,7 @@ func runSandbox(opts *sandboxOptions) error {
 	if opts.Cluster && primaries < 3 {
 		return exitcode.Usagef("--primaries must be at least 3 for a cluster, got %d", primaries)
 	}
-	sb, err := sandbox.Start(opts.ctx, sandbox.Config{Bin: opts.ServerBin, Primaries: primaries, Replicas: opts.Replicas, PortBase: opts.PortBase})
+	sb, err := sandbox.Start(opts.ctx, sandbox.Config{Bin: opts.ServerBin, Primaries: primaries, Replicas: opts.Replicas, PortBase: opts.PortBase, Args: opts.ServerArg})
 	if err != nil {
 		if errors.Is(err, sandbox.ErrNoServer) {
 			return exitcode.UsageError(err)
