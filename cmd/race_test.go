@@ -1,0 +1,240 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/race"
+	"github.com/ratelimit-dev/ratelimit/redistest"
+)
+
+func TestRaceFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want raceOptions
+	}{
+		{nil, raceOptions{Concurrency: 200, Limit: 10, Trials: 3, WatchAttempts: 10}},
+		{
+			[]string{"--concurrency", "10000", "--limit", "100", "--trials", "1", "--strategies", "naive,script", "--watch-attempts", "3", "--out", "r.json"},
+			raceOptions{Concurrency: 10000, Limit: 100, Trials: 1, Strategies: []string{"naive", "script"}, WatchAttempts: 3, Out: "r.json"},
+		},
+		{
+			[]string{"--strategies", "none", "--script", "x.lua", "--args", "{limit} {uuid}"},
+			raceOptions{Concurrency: 200, Limit: 10, Trials: 3, Strategies: []string{}, ScriptFile: "x.lua", ScriptArgs: "{limit} {uuid}", ArgsSet: true, WatchAttempts: 10},
+		},
+	}
+	for _, tt := range tests {
+		tf := newTestFactory(t)
+		var got *raceOptions
+		c := newRaceCmd(tf.Factory, func(o *raceOptions) error { got = o; return nil })
+		c.SetArgs(tt.args)
+		if err := c.Execute(); err != nil {
+			t.Fatalf("race %v: %v", tt.args, err)
+		}
+		got.f, got.ctx = nil, nil
+		if !reflect.DeepEqual(*got, tt.want) {
+			t.Errorf("race %v options = %+v, want %+v", tt.args, *got, tt.want)
+		}
+	}
+}
+
+func TestRaceBadInput(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "ok.lua")
+	if err := os.WriteFile(script, []byte("return {1}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An unreachable --redis proves the input is checked before connecting:
+	// connecting first would exit 3.
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--concurrency", "0"}, "--concurrency"},
+		{[]string{"--concurrency", "-5"}, "--concurrency"},
+		{[]string{"--limit", "0"}, "--limit"},
+		{[]string{"--limit", "-1"}, "--limit"},
+		{[]string{"--trials", "0"}, "--trials"},
+		{[]string{"--strategies", "naive,lockfree"}, `unknown strategy "lockfree"`},
+		{[]string{"--strategies", "none"}, "no strategy"},
+		{[]string{"--script", filepath.Join(dir, "missing.lua")}, "read --script"},
+		{[]string{"--args", "{limit}"}, "--args needs --script"},
+		{[]string{"--script", script, "--args", "{limt}"}, "unknown placeholder {limt}"},
+		{[]string{"--watch-attempts", "0"}, "--watch-attempts"},
+		{[]string{"--concurrency", "abc"}, "invalid argument"},
+		{[]string{"-o", "markdown"}, "--output"},
+	}
+	for _, tt := range tests {
+		tf := newTestFactory(t)
+		args := append([]string{"race", "--redis", "redis://127.0.0.1:1"}, tt.args...)
+		if code := tf.execute(t, args...); code != exitcode.Usage {
+			t.Errorf("ratelimit %v exit = %d, want 2 (stderr %q)", args, code, tf.ErrOut.String())
+		}
+		if !strings.Contains(tf.ErrOut.String(), tt.want) || strings.Count(tf.ErrOut.String(), "\n") != 1 {
+			t.Errorf("ratelimit %v stderr = %q, want one line with %q", args, tf.ErrOut.String(), tt.want)
+		}
+	}
+}
+
+// leftKeys returns the keys of run id on every primary of target.
+func leftKeys(t *testing.T, tg redistest.Target, runID string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pattern := fmt.Sprintf("race:{%s}*", runID)
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	scan := func(ctx context.Context, c *redis.Client) error {
+		it := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, it.Val())
+			mu.Unlock()
+		}
+		return it.Err()
+	}
+	var err error
+	switch c := tg.Client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	default:
+		t.Fatalf("unexpected client %T", tg.Client)
+	}
+	if err != nil {
+		t.Fatalf("SCAN MATCH %s on %s: %v", pattern, tg.Name, err)
+	}
+	return keys
+}
+
+// TestRaceOnRealServers runs the command at its defaults on a real
+// standalone server and a real 3-primary cluster.
+func TestRaceOnRealServers(t *testing.T) {
+	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
+		t.Run(tg.Name, func(t *testing.T) {
+			tf := newTestFactory(t)
+			out := filepath.Join(t.TempDir(), "race.json")
+			if code := tf.execute(t, "race", "--redis", tg.URL, "-o", "json", "--out", out); code != exitcode.OK {
+				t.Fatalf("exit %d, stderr %q", code, tf.ErrOut.String())
+			}
+			if tf.ErrOut.Len() != 0 {
+				t.Errorf("stderr is not empty without a terminal: %q", tf.ErrOut.String())
+			}
+			var res race.Result
+			if err := json.Unmarshal(tf.Out.Bytes(), &res); err != nil {
+				t.Fatalf("decode -o json: %v\n%s", err, tf.Out.String())
+			}
+			saved, err := os.ReadFile(out)
+			if err != nil || string(saved) != tf.Out.String() {
+				t.Errorf("--out file differs from -o json output (read error %v)", err)
+			}
+			if res.Kind != "race" || res.Version != 1 || res.Verdict != "pass" || res.Concurrency != 200 || res.Limit != 10 || res.Trials != 3 {
+				t.Errorf("document kind %q version %d verdict %q concurrency %d limit %d trials %d", res.Kind, res.Version, res.Verdict, res.Concurrency, res.Limit, res.Trials)
+			}
+			if res.Server.Mode != map[string]string{"standalone": "standalone", "cluster": "cluster"}[tg.Name] {
+				t.Errorf("server mode %q on %s", res.Server.Mode, tg.Name)
+			}
+			for _, s := range res.Strategies {
+				for i, a := range s.Admitted {
+					switch s.Name {
+					case race.Naive:
+						if a < 50 {
+							t.Errorf("naive admitted %d in trial %d, want at least 50", a, i+1)
+						}
+					case race.Watch, race.Incr, race.Script:
+						if a != 10 {
+							t.Errorf("%s admitted %d in trial %d, want exactly 10", s.Name, a, i+1)
+						}
+					}
+				}
+			}
+			if left := leftKeys(t, tg, res.RunID); len(left) > 0 {
+				t.Errorf("keys left after the run: %v", left)
+			}
+		})
+	}
+}
+
+func TestRaceTextReport(t *testing.T) {
+	tg := redistest.Standalone(t)
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "race", "--redis", tg.URL, "--trials", "1", "--strategies", "naive,script"); code != exitcode.OK {
+		t.Fatalf("exit %d, stderr %q", code, tf.ErrOut.String())
+	}
+	lines := strings.Split(tf.Out.String(), "\n")
+	if !regexp.MustCompile(`^naive GET\+SET admitted \d+ of 200; Lua script admitted 10 of 200$`).MatchString(lines[0]) {
+		t.Errorf("first line = %q", lines[0])
+	}
+	if !strings.HasPrefix(lines[1], "server: redis ") || !strings.Contains(lines[1], "standalone") {
+		t.Errorf("second line = %q, want the server line", lines[1])
+	}
+	if !strings.Contains(tf.Out.String(), "verdict: PASS") {
+		t.Errorf("no PASS verdict:\n%s", tf.Out.String())
+	}
+}
+
+func TestRaceUserScriptOverAdmits(t *testing.T) {
+	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
+		t.Run(tg.Name, func(t *testing.T) {
+			script := filepath.Join(t.TempDir(), "always.lua")
+			if err := os.WriteFile(script, []byte("return {1}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tf := newTestFactory(t)
+			code := tf.execute(t, "race", "--redis", tg.URL, "--script", script, "--strategies", "incr", "--trials", "2", "-o", "json")
+			if code != exitcode.Failed {
+				t.Fatalf("exit %d, want 1 (stderr %q)", code, tf.ErrOut.String())
+			}
+			stderr := tf.ErrOut.String()
+			if !strings.Contains(stderr, "over-admission: always.lua admitted 200 of 200 with limit 10") || strings.Contains(stderr, "INCR") {
+				t.Errorf("stderr %q does not name always.lua alone", stderr)
+			}
+			var res race.Result
+			if err := json.Unmarshal(tf.Out.Bytes(), &res); err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if res.Verdict != "fail" || len(res.Failures) != 2 {
+				t.Errorf("verdict %q failures %q, want fail with one failure per trial", res.Verdict, res.Failures)
+			}
+			if left := leftKeys(t, tg, res.RunID); len(left) > 0 {
+				t.Errorf("keys left after the run: %v", left)
+			}
+		})
+	}
+}
+
+func TestRaceEmbedded(t *testing.T) {
+	tf := newTestFactory(t)
+	// The in-process server runs 200 concurrent Lua calls one at a time,
+	// slowly under -race on a busy machine: a generous command timeout.
+	if code := tf.execute(t, "race", "--redis", "embedded", "--redis-timeout", "30s"); code != exitcode.OK {
+		t.Fatalf("exit %d, stderr %q", code, tf.ErrOut.String())
+	}
+	out := tf.Out.String()
+	if !strings.Contains(out, "server: embedded miniredis") {
+		t.Errorf("report does not say it ran on the embedded server:\n%s", out)
+	}
+	for _, want := range []string{"WATCH/MULTI admitted 10 of 200", "INCR admitted 10 of 200", "Lua script admitted 10 of 200", "verdict: PASS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.HasPrefix(tf.ErrOut.String(), "notice: ") {
+		t.Errorf("stderr %q, want the embedded notice only", tf.ErrOut.String())
+	}
+}

@@ -1,0 +1,257 @@
+package race
+
+import (
+	"errors"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+)
+
+func TestValidate(t *testing.T) {
+	ok := Options{Concurrency: 200, Limit: 10, Trials: 3}
+	tests := []struct {
+		name string
+		mod  func(*Options)
+		want string // "" = valid
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"zero concurrency", func(o *Options) { o.Concurrency = 0 }, "--concurrency"},
+		{"negative concurrency", func(o *Options) { o.Concurrency = -3 }, "--concurrency"},
+		{"zero limit", func(o *Options) { o.Limit = 0 }, "--limit"},
+		{"negative limit", func(o *Options) { o.Limit = -1 }, "--limit"},
+		{"limit above the bucket's capacity", func(o *Options) { o.Limit = 2_000_000_000 }, "--limit"},
+		{"zero trials", func(o *Options) { o.Trials = 0 }, "--trials"},
+		{"unknown strategy", func(o *Options) { o.Strategies = []string{"naive", "lock"} }, `unknown strategy "lock"`},
+		{"no strategy at all", func(o *Options) { o.Strategies = []string{} }, "no strategy"},
+		{"only a user script", func(o *Options) { o.Strategies = []string{}; o.User = &UserScript{Path: "x.lua"} }, ""},
+		{"negative watch attempts", func(o *Options) { o.WatchAttempts = -1 }, "--watch-attempts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := ok
+			tt.mod(&o)
+			err := o.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || exitcode.Code(err) != exitcode.Usage {
+				t.Fatalf("Validate() = %v (exit %d), want exit 2 mentioning %q", err, exitcode.Code(err), tt.want)
+			}
+		})
+	}
+}
+
+func TestParseStrategies(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want []string
+	}{
+		{nil, Names()},
+		{[]string{"script", " NAIVE ", "script", ""}, []string{Script, Naive}},
+		{[]string{}, nil},
+	}
+	for _, tt := range tests {
+		got, err := ParseStrategies(tt.in)
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ParseStrategies(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestKeyOneHashTag(t *testing.T) {
+	id := NewRunID()
+	if !regexp.MustCompile(`^[0-9a-f]{12}$`).MatchString(id) {
+		t.Fatalf("NewRunID() = %q, want 12 hex digits", id)
+	}
+	if got, want := Key(id, Naive, 2), "race:{"+id+"}:naive:2"; got != want {
+		t.Errorf("Key = %q, want %q", got, want)
+	}
+	if NewRunID() == id {
+		t.Errorf("two run ids are equal")
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr string
+	}{
+		{"", []string{}, ""},
+		{"  60000 {limit}   {uuid} ", []string{"60000", "{limit}", "{uuid}"}, ""},
+		{"req-{uuid} {now_ms}", []string{"req-{uuid}", "{now_ms}"}, ""},
+		{`{"json":1}`, []string{`{"json":1}`}, ""},
+		{"{Limit}", nil, "unknown placeholder {Limit}"},
+		{"{limit} {now}", nil, "unknown placeholder {now}"},
+	}
+	for _, tt := range tests {
+		got, err := ParseArgs(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || exitcode.Code(err) != exitcode.Usage {
+				t.Errorf("ParseArgs(%q) error = %v, want exit 2 with %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ParseArgs(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestExpandArgs(t *testing.T) {
+	ids := []string{"id-1", "id-2"}
+	n := 0
+	newID := func() string { n++; return ids[n-1] }
+	now := func() time.Time { return time.UnixMilli(1_700_000_000_123) }
+	got := expandArgs([]string{"{limit}", "a-{uuid}", "{uuid}", "{now_ms}", "x{limit}y", "plain"}, 42, newID, now)
+	want := []any{"42", "a-id-1", "id-2", "1700000000123", "x42y", "plain"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("expandArgs = %q, want %q", got, want)
+	}
+}
+
+func TestAllowed(t *testing.T) {
+	tests := []struct {
+		reply   any
+		want    bool
+		wantErr bool
+	}{
+		{[]any{int64(1), int64(9)}, true, false},
+		{[]any{int64(0)}, false, false},
+		{int64(1), true, false},
+		{[]any{true}, true, false},
+		{[]any{nil}, false, false},
+		{"1", true, false},
+		{[]any{"0", "x"}, false, false},
+		{[]any{int64(2)}, false, true},
+		{[]any{}, false, true},
+		{"yes", false, true},
+		{[]any{1.5}, false, true},
+	}
+	for _, tt := range tests {
+		got, err := Allowed(tt.reply)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("Allowed(%#v) = %v, %v; want %v, error %v", tt.reply, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestPercentileAndSpread(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 200; i++ {
+		d = append(d, time.Duration(i)*time.Microsecond)
+	}
+	for _, tt := range []struct {
+		p    int
+		want time.Duration
+	}{{50, 100 * time.Microsecond}, {99, 198 * time.Microsecond}, {100, 200 * time.Microsecond}} {
+		if got := percentile(d, tt.p); got != tt.want {
+			t.Errorf("percentile(1..200µs, %d) = %v, want %v", tt.p, got, tt.want)
+		}
+	}
+	if got := percentile(nil, 50); got != 0 {
+		t.Errorf("percentile(nil) = %v, want 0", got)
+	}
+	if got := percentile(d[:1], 99); got != time.Microsecond {
+		t.Errorf("percentile(one value, 99) = %v, want 1µs", got)
+	}
+	for _, tt := range []struct {
+		in     []int
+		lo, hi int
+		median float64
+	}{
+		{[]int{200, 10, 187}, 10, 200, 187},
+		{[]int{4, 1, 3, 2}, 1, 4, 2.5},
+		{[]int{7}, 7, 7, 7},
+	} {
+		lo, m, hi := spread(tt.in)
+		if lo != tt.lo || m != tt.median || hi != tt.hi {
+			t.Errorf("spread(%v) = %d, %v, %d; want %d, %v, %d", tt.in, lo, m, hi, tt.lo, tt.median, tt.hi)
+		}
+	}
+}
+
+func TestEnsureFDLimit(t *testing.T) {
+	errDenied := errors.New("operation not permitted")
+	tests := []struct {
+		name       string
+		need       uint64
+		cur, hard  uint64
+		setFails   map[uint64]bool
+		want       FDLimit
+		wantErr    string
+		getFails   bool
+		wantRaised bool
+	}{
+		{name: "enough", need: 264, cur: 1024, hard: 4096, want: FDLimit{1024, 1024, 4096}},
+		{name: "raised to hard", need: 10064, cur: 1024, hard: 524288, want: FDLimit{1024, 524288, 524288}, wantRaised: true},
+		{name: "hard unsettable, need works", need: 10064, cur: 1024, hard: 1 << 62, setFails: map[uint64]bool{1 << 62: true}, want: FDLimit{1024, 10064, 1 << 62}, wantRaised: true},
+		{name: "hard too low", need: 10064, cur: 1024, hard: 4096, wantErr: "ulimit -n 10064"},
+		{name: "raising fails", need: 10064, cur: 1024, hard: 20000, setFails: map[uint64]bool{20000: true, 10064: true}, wantErr: "raising it failed"},
+		{name: "platform without limits", need: 10064, getFails: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			get := func() (uint64, uint64, error) {
+				if tt.getFails {
+					return 0, 0, errNoRlimit
+				}
+				return tt.cur, tt.hard, nil
+			}
+			set := func(v uint64) error {
+				if tt.setFails[v] {
+					return errDenied
+				}
+				return nil
+			}
+			got, err := ensureFDLimit(tt.need, get, set)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || exitcode.Code(err) != exitcode.Usage {
+					t.Fatalf("ensureFDLimit = %v (exit %d), want exit 2 with %q", err, exitcode.Code(err), tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want || got.Raised() != tt.wantRaised {
+				t.Fatalf("ensureFDLimit = %+v, %v; want %+v (raised %v)", got, err, tt.want, tt.wantRaised)
+			}
+		})
+	}
+	if got := FDsNeeded(10000, false); got != 10064 {
+		t.Errorf("FDsNeeded(10000, false) = %d, want 10064", got)
+	}
+	if got := FDsNeeded(10000, true); got != 20064 {
+		t.Errorf("FDsNeeded(10000, true) = %d, want 20064", got)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	mk := func(name string, atomic bool, admitted ...int) Strategy {
+		s := Strategy{Name: name, Label: name + "-label", AtomicExpected: atomic, Admitted: admitted}
+		for range admitted {
+			s.Errors = append(s.Errors, 0)
+			s.GiveUps = append(s.GiveUps, 0)
+		}
+		s.AdmittedMin, _, s.AdmittedMax = spread(admitted)
+		return s
+	}
+	r := Result{Concurrency: 200, Limit: 10, WatchAttempts: 10, Strategies: []Strategy{
+		mk(Naive, false, 10, 10), mk(Multi, false, 200, 200), mk(Incr, true, 10, 11), mk(User, true, 10, 10),
+	}}
+	judge(&r)
+	if r.Verdict != "fail" || len(r.Failures) != 1 || !strings.Contains(r.Failures[0], "over-admission: incr-label admitted 11 of 200 with limit 10 in trial 2") {
+		t.Errorf("verdict %q failures %q, want fail naming incr-label in trial 2", r.Verdict, r.Failures)
+	}
+	if r.RaceReproduced == nil || *r.RaceReproduced {
+		t.Errorf("race_reproduced = %v, want false", r.RaceReproduced)
+	}
+	if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "not reproduced at this concurrency") {
+		t.Errorf("notes %q, want the not-reproduced note", r.Notes)
+	}
+}
