@@ -14,6 +14,9 @@ const (
 	Failed      = 1
 	Usage       = 2
 	Unreachable = 3
+	// Interrupted is the shells' convention for a run stopped by SIGINT
+	// (128 + 2), so an interrupted run never reads as a failed verdict.
+	Interrupted = 130
 )
 
 // ErrCheckFailed is returned (usually wrapped with the failing check's name)

@@ -234,15 +234,42 @@ func Redact(raw string) string {
 		}
 		return "(unparseable URL)"
 	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			if isSecretParam(k) {
+				q[k] = []string{"xxxxx"}
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
 	return u.Redacted()
+}
+
+// isSecretParam reports whether a URL query parameter carries a secret
+// (go-redis reads password= and sentinel_password= from the query).
+func isSecretParam(k string) bool {
+	return strings.Contains(strings.ToLower(k), "pass")
 }
 
 // scrub removes the URL's password from a message, should a library have
 // echoed it.
 func scrub(msg string, u *url.URL) string {
-	if u != nil && u.User != nil {
+	if u == nil {
+		return msg
+	}
+	if u.User != nil {
 		if p, ok := u.User.Password(); ok && p != "" {
 			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+	}
+	for k, vs := range u.Query() {
+		if isSecretParam(k) {
+			for _, v := range vs {
+				if v != "" {
+					msg = strings.ReplaceAll(msg, v, "xxxxx")
+				}
+			}
 		}
 	}
 	return msg

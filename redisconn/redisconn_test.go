@@ -111,6 +111,22 @@ func TestBadURLs(t *testing.T) {
 	}
 }
 
+func TestRedactQueryPassword(t *testing.T) {
+	for _, u := range []string{
+		"redis://127.0.0.1:1?password=hunter2",
+		"redis://127.0.0.1:1/0?dial_timeout=1s&password=hunter2",
+		"redis://:hunter2@127.0.0.1:1?sentinel_password=hunter2",
+	} {
+		if r := redisconn.Redact(u); strings.Contains(r, "hunter2") {
+			t.Errorf("Redact(%q) = %q shows the password", u, r)
+		}
+		_, err := redisconn.Open(context.Background(), redisconn.Options{URL: u, Timeout: 300 * time.Millisecond})
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%q) = %v, want an error without the password", u, err)
+		}
+	}
+}
+
 func TestPasswordNeverShown(t *testing.T) {
 	redistest.Require(t)
 	sb, err := sandbox.Start(context.Background(), sandbox.Config{Password: "pa55-word"})

@@ -60,7 +60,7 @@ func waitReady(ctx context.Context, n *Node, cfg Config) error {
 			return fmt.Errorf("server on %s %w: %v (is the port taken, or the binary too old for these options?)", n.Addr, errExitedAtStart, n.waitErr)
 		}
 		if last = c.Ping(ctx).Err(); last == nil {
-			return nil
+			return checkOwn(ctx, c, n)
 		}
 		select {
 		case <-ctx.Done():
@@ -68,6 +68,25 @@ func waitReady(ctx context.Context, n *Node, cfg Config) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// checkOwn makes sure the server answering on n's port is the process the
+// sandbox started, not another server that already held the port (with
+// --port-base the new one then exits, but the old one answers PING first).
+func checkOwn(ctx context.Context, c *redis.Client, n *Node) error {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return fmt.Errorf("server on %s: INFO server: %w", n.Addr, err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			if v == strconv.Itoa(n.PID()) {
+				return nil
+			}
+			return fmt.Errorf("port %d is already used by another server (pid %s); the sandbox never touches a server it did not start: %w", n.Port, v, errExitedAtStart)
+		}
+	}
+	return fmt.Errorf("server on %s reports no process_id in INFO server", n.Addr)
 }
 
 // formCluster assigns the 16384 slots evenly to the primaries, introduces

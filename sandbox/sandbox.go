@@ -22,7 +22,17 @@ import (
 	"time"
 )
 
-var errExitedAtStart = errors.New("exited at start")
+// ErrConfig marks a configuration the sandbox cannot start: bad counts or
+// ports, a missing binary, or a server that exits at start (a taken port,
+// an unknown --server-arg).
+var ErrConfig = errors.New("sandbox configuration")
+
+var errExitedAtStart = fmt.Errorf("exited at start: %w", ErrConfig)
+
+// configErr marks a configuration problem.
+func configErr(format string, args ...any) error {
+	return fmt.Errorf(format+" (%w)", append(args, ErrConfig)...)
+}
 
 // ErrNoServer means no redis-server or valkey-server binary was found.
 var ErrNoServer = errors.New("no redis-server or valkey-server on PATH; install one (Debian: apt-get install redis-server) or pass --server-bin PATH")
@@ -84,7 +94,7 @@ func FindBinary(bin string) (string, error) {
 	if bin != "" {
 		p, err := exec.LookPath(bin)
 		if err != nil {
-			return "", fmt.Errorf("server binary %s: %w", bin, err)
+			return "", fmt.Errorf("server binary %s: %w: %w", bin, err, ErrConfig)
 		}
 		return p, nil
 	}
@@ -121,13 +131,13 @@ func start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 		return nil, err
 	}
 	if cfg.Primaries < 0 || cfg.Replicas < 0 {
-		return nil, fmt.Errorf("primaries and replicas must not be negative")
+		return nil, configErr("primaries and replicas must not be negative")
 	}
 	if cfg.Primaries > 0 && cfg.Primaries < 3 {
-		return nil, fmt.Errorf("a cluster needs at least 3 primaries, got %d", cfg.Primaries)
+		return nil, configErr("a cluster needs at least 3 primaries, got %d", cfg.Primaries)
 	}
 	if cfg.Primaries == 0 && cfg.Replicas > 0 {
-		return nil, fmt.Errorf("--replicas needs --cluster")
+		return nil, configErr("--replicas needs --cluster")
 	}
 	timeout := cfg.StartTimeout
 	if timeout == 0 {
@@ -197,7 +207,7 @@ func pickPorts(count, base int, cluster bool) ([]int, error) {
 		for i := range ports {
 			ports[i] = base + i
 			if ports[i] > 65535 || (cluster && ports[i]+10000 > 65535) {
-				return nil, fmt.Errorf("--port-base %d leaves no room for %d nodes (cluster bus ports are port+10000)", base, count)
+				return nil, configErr("--port-base %d leaves no room for %d nodes (cluster bus ports are port+10000)", base, count)
 			}
 		}
 		return ports, nil

@@ -84,11 +84,41 @@ func TestClusterWithReplicas(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	needServer(t)
 	for _, cfg := range []Config{{Primaries: 2}, {Primaries: -1}, {Replicas: 1}, {PortBase: 65530, Primaries: 3}} {
-		if _, err := Start(context.Background(), cfg); err == nil {
-			t.Errorf("Start(%+v) = nil error, want one", cfg)
+		if _, err := Start(context.Background(), cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("Start(%+v) = %v, want a configuration error", cfg, err)
 		}
 	}
-	if _, err := FindBinary("no-such-redis-binary"); err == nil {
+	if _, err := FindBinary("no-such-redis-binary"); !errors.Is(err, ErrConfig) {
 		t.Error("FindBinary of a missing binary gave no error")
+	}
+}
+
+func TestPortBaseTakenByAnotherServer(t *testing.T) {
+	needServer(t)
+	ctx := context.Background()
+	first, err := Start(ctx, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Stop()
+	_, err = Start(ctx, Config{PortBase: first.Nodes[0].Port})
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "already used by another server") {
+		t.Fatalf("Start on a port another server holds = %v, want a configuration error naming it", err)
+	}
+	if !first.Nodes[0].Running() {
+		t.Fatal("the first server was stopped by the second sandbox")
+	}
+	c := redis.NewClient(&redis.Options{Addr: first.Addrs[0]})
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Errorf("first server no longer answers: %v", err)
+	}
+}
+
+func TestBadServerArgIsConfigError(t *testing.T) {
+	needServer(t)
+	_, err := Start(context.Background(), Config{Args: []string{"--no-such-option", "1"}})
+	if !errors.Is(err, ErrConfig) {
+		t.Fatalf("Start with an unknown server option = %v, want ErrConfig", err)
 	}
 }
