@@ -113,7 +113,7 @@ func formCluster(ctx context.Context, sb *Sandbox, cfg Config) error {
 	}
 	first := sb.Nodes[0]
 	for i := 1; i < len(sb.Nodes); i++ {
-		if err := clients[i].ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(first.Port)).Err(); err != nil {
+		if err := clients[i].Do(ctx, "CLUSTER", "MEET", "127.0.0.1", first.Port, first.BusPort).Err(); err != nil {
 			return fmt.Errorf("cluster meet from %s: %w", sb.Nodes[i].Addr, err)
 		}
 	}

@@ -68,6 +68,7 @@ type TLS struct {
 type Node struct {
 	Addr    string // host:port a client connects to
 	Port    int
+	BusPort int // cluster bus port; 0 for a standalone server
 	Primary bool
 	dir     string
 	cmd     *exec.Cmd
@@ -161,12 +162,16 @@ func start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 	if sb.Cluster {
 		count = cfg.Primaries * (1 + cfg.Replicas)
 	}
-	ports, err := pickPorts(count, cfg.PortBase, sb.Cluster)
+	ports, busPorts, err := pickPorts(count, cfg.PortBase, sb.Cluster)
 	if err != nil {
 		return nil, err
 	}
 	for i, port := range ports {
-		n, err := startNode(bin, dir, i, port, cfg, sb.Cluster)
+		busPort := 0
+		if sb.Cluster {
+			busPort = busPorts[i]
+		}
+		n, err := startNode(bin, dir, i, port, busPort, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -199,54 +204,53 @@ func productOf(bin string) string {
 	return "redis"
 }
 
-// pickPorts returns count ports that are free on 127.0.0.1; for a cluster
-// the bus port (port+10000) must be free as well.
-func pickPorts(count, base int, cluster bool) ([]int, error) {
+// pickPorts returns the client port and, for a cluster, the bus port of
+// each of count nodes. With base they are base+i and base+i+10000 (the
+// Redis convention); otherwise every port is one the kernel handed out as
+// free, all held open together so none repeats, and the bus ports are
+// chosen independently (passed with --cluster-port and CLUSTER MEET), so a
+// busy machine's ephemeral range does not have to leave port+10000 free.
+func pickPorts(count, base int, cluster bool) (ports, bus []int, err error) {
 	if base > 0 {
-		ports := make([]int, count)
-		for i := range ports {
-			ports[i] = base + i
-			if ports[i] > 65535 || (cluster && ports[i]+10000 > 65535) {
-				return nil, configErr("--port-base %d leaves no room for %d nodes (cluster bus ports are port+10000)", base, count)
+		for i := 0; i < count; i++ {
+			p := base + i
+			if p > 65535 || (cluster && p+10000 > 65535) {
+				return nil, nil, configErr("--port-base %d leaves no room for %d nodes (cluster bus ports are port+10000)", base, count)
+			}
+			ports = append(ports, p)
+			if cluster {
+				bus = append(bus, p+10000)
 			}
 		}
-		return ports, nil
+		return ports, bus, nil
 	}
-	var ports []int
+	need := count
+	if cluster {
+		need *= 2
+	}
 	var held []net.Listener
 	defer func() {
 		for _, l := range held {
 			_ = l.Close()
 		}
 	}()
-	for attempts := 0; len(ports) < count && attempts < 200; attempts++ {
+	var all []int
+	for len(all) < need {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		if cluster {
-			if port+10000 > 65535 {
-				_ = l.Close()
-				continue
-			}
-			bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
-			if err != nil {
-				_ = l.Close()
-				continue
-			}
-			held = append(held, bus)
+			return nil, nil, fmt.Errorf("find a free loopback port (%d of %d found): %w", len(all), need, err)
 		}
 		held = append(held, l)
-		ports = append(ports, port)
+		all = append(all, l.Addr().(*net.TCPAddr).Port)
 	}
-	if len(ports) < count {
-		return nil, fmt.Errorf("found only %d of %d free loopback ports", len(ports), count)
+	if cluster {
+		return all[:count], all[count:], nil
 	}
-	return ports, nil
+	return all, nil, nil
 }
 
-func startNode(bin, dir string, i, port int, cfg Config, cluster bool) (*Node, error) {
+func startNode(bin, dir string, i, port, busPort int, cfg Config) (*Node, error) {
+	cluster := busPort > 0
 	nodeDir := filepath.Join(dir, "node-"+strconv.Itoa(i))
 	if err := os.Mkdir(nodeDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create node dir: %w", err)
@@ -284,7 +288,7 @@ func startNode(bin, dir string, i, port int, cfg Config, cluster bool) (*Node, e
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", filepath.Join(nodeDir, "nodes.conf"),
 			"--cluster-node-timeout", "5000",
-			"--cluster-port", strconv.Itoa(port+10000),
+			"--cluster-port", strconv.Itoa(busPort),
 		)
 	}
 	args = append(args, cfg.Args...)
@@ -296,7 +300,7 @@ func startNode(bin, dir string, i, port int, cfg Config, cluster bool) (*Node, e
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s on port %d: %w", filepath.Base(bin), port, err)
 	}
-	n := &Node{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, dir: nodeDir, cmd: cmd, done: make(chan struct{})}
+	n := &Node{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, BusPort: busPort, dir: nodeDir, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		n.waitErr = cmd.Wait()
 		close(n.done)
