@@ -123,12 +123,19 @@ func keyArgs(spec keySpec, args [][]token) []int {
 }
 
 // Lint checks the key arguments of every redis.call and redis.pcall (and
-// Valkey's server.call and server.pcall) in a Lua script. A key argument passes when it is KEYS[...], unpack(KEYS), or a
-// variable whose every assignment in the script is KEYS[...] (local k =
-// KEYS[1], for _, k in ipairs(KEYS)). Everything else is a finding: string
-// literals, concatenations, ARGV values, function results, other variables
-// and function parameters. Variables are tracked by name over the whole
-// file, without scopes. Which arguments are keys follows commandKeys; other
+// Valkey's server.call and server.pcall) in a Lua script. A key argument
+// passes when it is KEYS[...], unpack(KEYS), or a variable bound to
+// KEYS[...] at the call (local k = KEYS[1], for _, k in ipairs(KEYS)).
+// Everything else is a finding: string literals, concatenations, ARGV
+// values, function results, other variables and function parameters.
+//
+// Variables are tracked by name, without scopes, in file order: the binding
+// in force at a call is the last assignment before it in the file (so
+// x = KEYS[1] after x = ARGV[1] clears it), together with the assignments
+// later in a loop body that holds the call (they reach it in the next
+// iteration). A variable assigned only after the call (a global set later)
+// counts with all its assignments. Branches are not told apart: an
+// assignment in an if counts as if it always ran. Which arguments are keys follows commandKeys; other
 // commands are taken to have their key first; a command name that is not a
 // string literal is a finding, since its keys cannot be known. Calls made
 // through an alias (local call = redis.call) are not seen. A script that
@@ -143,7 +150,7 @@ func Lint(file string, src []byte) ScriptReport {
 		rep.Findings = append(rep.Findings, Finding{File: file, Line: line, Reason: "cannot read the script: " + err.Error()})
 		return rep
 	}
-	binds := collectBindings(toks)
+	binds, loops := collectBindings(text, toks)
 	for i := 0; i+3 < len(toks); i++ {
 		if (!toks[i].is(tokName, "redis") && !toks[i].is(tokName, "server")) || !toks[i+1].is(tokOp, ".") ||
 			(toks[i+2].text != "call" && toks[i+2].text != "pcall") || !toks[i+3].is(tokOp, "(") {
@@ -181,7 +188,7 @@ func Lint(file string, src []byte) ScriptReport {
 		rest := args[1:]
 		for _, p := range keyArgs(spec, rest) {
 			arg := rest[p-1]
-			reason := classifyKey(arg, binds)
+			reason := classifyKey(arg, binds, loops, i)
 			if reason == "" {
 				continue
 			}
@@ -249,25 +256,40 @@ type source struct {
 	kind string // "keys", "argv", "param", "other"
 	expr string
 	line int
+	pos  int // index of the token from which the binding is in force
 }
 
-func collectBindings(toks []token) map[string][]source {
+// span is a range of token indexes [start, end].
+type span struct{ start, end int }
+
+// collectBindings finds every assignment of a plain variable, loop
+// variable and function parameter, in file order, and the loop bodies.
+func collectBindings(src string, toks []token) (map[string][]source, []span) {
 	binds := map[string][]source{}
 	add := func(name string, s source) { binds[name] = append(binds[name], s) }
+	loops, inTable := blocks(toks)
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		switch {
-		case t.is(tokOp, "="):
+		case t.is(tokOp, "=") && !inTable[i]:
 			names := lhsNames(toks, i)
-			p := i + 1
-			for _, name := range names {
+			// The values are read first; the names are bound after the
+			// whole list (local k = redis.call('GET', k) reads the old k).
+			var vals []source
+			p, last := i+1, i
+			for range names {
 				if p < 0 {
-					add(name, source{kind: "other", expr: "nil", line: t.line})
+					vals = append(vals, source{kind: "other", expr: "nil", line: t.line})
 					continue
 				}
 				kind, end := exprKind(toks, p)
-				add(name, source{kind: kind, expr: tokensText(toks[p:end]), line: toks[p].line})
+				vals = append(vals, source{kind: kind, expr: sourceText(src, toks[p:end]), line: toks[min(p, len(toks)-1)].line})
+				last = max(last, end)
 				p = nextExpr(toks, end)
+			}
+			for k, name := range names {
+				vals[k].pos = last
+				add(name, vals[k])
 			}
 		case t.is(tokName, "for"):
 			var names []string
@@ -283,12 +305,12 @@ func collectBindings(toks []token) map[string][]source {
 			if j+4 < len(toks) && toks[j].is(tokName, "in") && len(names) == 2 &&
 				(toks[j+1].text == "ipairs" || toks[j+1].text == "pairs") && toks[j+2].is(tokOp, "(") &&
 				toks[j+3].is(tokName, "KEYS") && toks[j+4].is(tokOp, ")") {
-				add(names[0], source{kind: "other", expr: "index of KEYS", line: t.line})
-				add(names[1], source{kind: "keys", expr: "KEYS", line: t.line})
+				add(names[0], source{kind: "other", expr: "index of KEYS", line: t.line, pos: i})
+				add(names[1], source{kind: "keys", expr: "KEYS", line: t.line, pos: i})
 				continue
 			}
 			for _, n := range names {
-				add(n, source{kind: "other", expr: "loop variable", line: t.line})
+				add(n, source{kind: "other", expr: "loop variable", line: t.line, pos: i})
 			}
 		case t.is(tokName, "function"):
 			j := i + 1
@@ -297,12 +319,97 @@ func collectBindings(toks []token) map[string][]source {
 			}
 			for j++; j < len(toks) && !toks[j].is(tokOp, ")") && toks[j].kind != tokEOF; j++ {
 				if toks[j].kind == tokName {
-					add(toks[j].text, source{kind: "param", expr: toks[j].text, line: toks[j].line})
+					add(toks[j].text, source{kind: "param", expr: toks[j].text, line: toks[j].line, pos: j})
 				}
 			}
 		}
 	}
-	return binds
+	return binds, loops
+}
+
+// blocks returns the loops of the script (from their for, while or repeat
+// to their end or until) and marks the "=" tokens of table constructors
+// ({key = ARGV[1]} sets a field, not a variable).
+func blocks(toks []token) (loops []span, inTable []bool) {
+	type frame struct {
+		open  string // "(", "[", "{" or a block keyword
+		start int
+		loop  bool
+	}
+	inTable = make([]bool, len(toks))
+	var stack []frame
+	loopAt := -1 // the for or while whose do comes next
+	closeBlock := func(j int, kw string) {
+		for k := len(stack) - 1; k >= 0; k-- {
+			f := stack[k]
+			if f.open == "(" || f.open == "[" || f.open == "{" {
+				continue // unbalanced brackets: close the block anyway
+			}
+			if (kw == "until") != (f.open == "repeat") {
+				return
+			}
+			stack = stack[:k]
+			if f.loop {
+				loops = append(loops, span{f.start, j})
+			}
+			return
+		}
+	}
+	for j, t := range toks {
+		switch {
+		case t.kind == tokOp && (t.text == "(" || t.text == "[" || t.text == "{"):
+			stack = append(stack, frame{open: t.text, start: j})
+		case t.kind == tokOp && (t.text == ")" || t.text == "]" || t.text == "}"):
+			if n := len(stack); n > 0 && (stack[n-1].open == "(" || stack[n-1].open == "[" || stack[n-1].open == "{") {
+				stack = stack[:n-1]
+			}
+		case t.is(tokOp, "="):
+			inTable[j] = len(stack) > 0 && stack[len(stack)-1].open == "{"
+		case t.kind != tokName:
+		case t.text == "for" || t.text == "while":
+			loopAt = j
+		case t.text == "do":
+			f := frame{open: "do", start: j}
+			if loopAt >= 0 {
+				f.start, f.loop, loopAt = loopAt, true, -1
+			}
+			stack = append(stack, f)
+		case t.text == "repeat":
+			stack = append(stack, frame{open: "repeat", start: j, loop: true})
+		case t.text == "function" || t.text == "if":
+			stack = append(stack, frame{open: t.text, start: j})
+		case t.text == "end" || t.text == "until":
+			closeBlock(j, t.text)
+		}
+	}
+	return loops, inTable
+}
+
+// inForce returns the assignments of a variable that can hold its value
+// at token index at: the last one before at and, when at is in a loop,
+// those after it in the loop body; all of them when none comes before.
+func inForce(srcs []source, loops []span, at int) []source {
+	last := -1
+	for k, s := range srcs {
+		if s.pos <= at && (last < 0 || s.pos >= srcs[last].pos) {
+			last = k
+		}
+	}
+	if last < 0 {
+		return srcs
+	}
+	out := []source{srcs[last]}
+	for _, l := range loops {
+		if l.start >= at || at > l.end {
+			continue
+		}
+		for k, s := range srcs {
+			if k != last && s.pos > at && s.pos <= l.end {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 // lhsNames returns the plain variable names assigned by the "=" at
@@ -324,68 +431,121 @@ func lhsNames(toks []token, eq int) []string {
 	return names
 }
 
-// continues reports whether t continues the expression before it.
-func continues(t token) bool {
-	switch t.kind {
-	case tokString:
-		return true
-	case tokName:
-		return t.text == "and" || t.text == "or"
-	case tokOp:
-		switch t.text {
-		case "..", "+", "-", "*", "/", "//", "%", "^", "==", "~=", "<", ">", "<=", ">=",
-			"&", "|", "~", "<<", ">>", ".", ":", "[", "(", "{":
-			return true
-		}
-	}
-	return false
-}
-
 // exprKind looks at the expression starting at toks[p] and says whether it
-// is exactly KEYS[...] or ARGV[...]; it returns the index after the part it
-// read (the whole expression when it is one of those).
+// is exactly KEYS[...] or ARGV[...] ("keys", "argv", else "other"); it
+// returns the index after the expression.
 func exprKind(toks []token, p int) (string, int) {
+	end := exprEnd(toks, p)
 	if p+1 < len(toks) && toks[p].kind == tokName && (toks[p].text == "KEYS" || toks[p].text == "ARGV") &&
-		toks[p+1].is(tokOp, "[") {
-		if end := matchClose(toks, p+1); end > 0 && (end+1 >= len(toks) || !continues(toks[end+1])) {
-			if toks[p].text == "KEYS" {
-				return "keys", end + 1
-			}
-			return "argv", end + 1
+		toks[p+1].is(tokOp, "[") && matchClose(toks, p+1)+1 == end {
+		if toks[p].text == "KEYS" {
+			return "keys", end
 		}
+		return "argv", end
 	}
-	end := nextExprEnd(toks, p)
 	return "other", end
 }
 
-// nextExprEnd skips to the end of an expression: a top-level comma, a
-// statement keyword, ';', an unmatched closer, or the end.
-func nextExprEnd(toks []token, p int) int {
-	depth := 0
-	for j := p; j < len(toks); j++ {
+// unaryOps and binaryOps are Lua's operators; "-" and "~" are both.
+var (
+	unaryOps  = map[string]bool{"-": true, "not": true, "#": true, "~": true}
+	binaryOps = map[string]bool{
+		"or": true, "and": true, "<": true, ">": true, "<=": true, ">=": true, "~=": true, "==": true,
+		"|": true, "~": true, "&": true, "<<": true, ">>": true, "..": true, "+": true, "-": true,
+		"*": true, "/": true, "//": true, "%": true, "^": true,
+	}
+)
+
+// exprEnd returns the index just after the expression that starts at
+// toks[p], read with Lua's grammar: operands (names, literals, function
+// bodies, bracketed groups, table constructors) with their suffixes (.name,
+// :name, [...], call arguments) joined by binary operators. It stops where
+// the grammar says the expression is over: at a comma, a keyword, a closing
+// bracket, or at the next statement, which in Lua needs no separator (in
+// "local k = KEYS[1] .. ':x'  redis.call('GET', k)" the expression ends
+// after ':x'). On a malformed expression it stops where it cannot go on.
+func exprEnd(toks []token, p int) int {
+	j := p
+	for {
+		for j < len(toks) && (toks[j].kind == tokOp || toks[j].kind == tokName) && unaryOps[toks[j].text] {
+			j++
+		}
+		if j >= len(toks) {
+			return j
+		}
 		t := toks[j]
+		suffixes := false
 		switch {
-		case t.kind == tokEOF:
-			return j
-		case t.kind == tokOp && (t.text == "(" || t.text == "[" || t.text == "{"):
-			depth++
-		case t.kind == tokOp && (t.text == ")" || t.text == "]" || t.text == "}"):
-			if depth == 0 {
-				return j
+		case t.kind == tokNumber || t.kind == tokString || t.is(tokOp, "..."):
+			j++
+		case t.is(tokOp, "{"):
+			j = closeAfter(toks, j)
+		case t.is(tokOp, "("):
+			j, suffixes = closeAfter(toks, j), true
+		case t.is(tokName, "function"):
+			j = blockEnd(toks, j)
+		case t.kind == tokName && (!luaKeyword[t.text] || t.text == "nil" || t.text == "true" || t.text == "false"):
+			j, suffixes = j+1, !luaKeyword[t.text]
+		default:
+			return j // no operand here
+		}
+		for suffixes && j < len(toks) {
+			t := toks[j]
+			switch {
+			case (t.is(tokOp, ".") || t.is(tokOp, ":")) && j+1 < len(toks) && toks[j+1].kind == tokName:
+				j += 2
+			case t.is(tokOp, "[") || t.is(tokOp, "(") || t.is(tokOp, "{"):
+				j = closeAfter(toks, j)
+			case t.kind == tokString: // f'x' calls f
+				j++
+			default:
+				suffixes = false
 			}
+		}
+		if j < len(toks) && (toks[j].kind == tokOp || toks[j].kind == tokName) && binaryOps[toks[j].text] {
+			j++
+			continue
+		}
+		return j
+	}
+}
+
+// closeAfter returns the index after the bracket that closes toks[open],
+// or the end of the tokens when none does.
+func closeAfter(toks []token, open int) int {
+	if c := matchClose(toks, open); c >= 0 {
+		return c + 1
+	}
+	return len(toks)
+}
+
+// blockEnd returns the index after the end that closes the block opened at
+// toks[open] (function, if, do, while, for), or the end of the tokens.
+func blockEnd(toks []token, open int) int {
+	depth := 0
+	for j := open; j < len(toks); j++ {
+		if toks[j].kind != tokName {
+			continue
+		}
+		switch toks[j].text {
+		case "function", "if", "do", "repeat":
+			depth++
+		case "end", "until":
 			depth--
-		case depth == 0 && (t.is(tokOp, ",") || t.is(tokOp, ";")):
-			return j
-		case depth == 0 && j > p && t.kind == tokName && statementKeyword[t.text]:
-			return j
+			if depth == 0 {
+				return j + 1
+			}
 		}
 	}
 	return len(toks)
 }
 
-var statementKeyword = map[string]bool{
-	"local": true, "if": true, "then": true, "else": true, "elseif": true, "end": true, "for": true,
-	"while": true, "do": true, "repeat": true, "until": true, "return": true, "break": true, "goto": true,
+// luaKeyword are Lua's reserved words.
+var luaKeyword = map[string]bool{
+	"and": true, "break": true, "do": true, "else": true, "elseif": true, "end": true, "false": true,
+	"for": true, "function": true, "goto": true, "if": true, "in": true, "local": true, "nil": true,
+	"not": true, "or": true, "repeat": true, "return": true, "then": true, "true": true, "until": true,
+	"while": true,
 }
 
 // nextExpr returns the start of the next expression of a list after the
@@ -416,17 +576,22 @@ func matchClose(toks []token, open int) int {
 	return -1
 }
 
-func tokensText(toks []token) string {
-	parts := make([]string, len(toks))
-	for i, t := range toks {
-		parts[i] = t.text
+// sourceText returns the source of toks as written, runs of white space
+// (line breaks too) folded to one space.
+func sourceText(src string, toks []token) string {
+	if len(toks) == 0 || toks[0].kind == tokEOF {
+		return ""
 	}
-	return strings.Join(parts, " ")
+	last := len(toks) - 1
+	if toks[last].kind == tokEOF {
+		last--
+	}
+	return strings.Join(strings.Fields(src[toks[0].start:toks[last].end]), " ")
 }
 
 // classifyKey returns "" when a key argument comes from KEYS, else what it
 // is instead.
-func classifyKey(arg []token, binds map[string][]source) string {
+func classifyKey(arg []token, binds map[string][]source, loops []span, at int) string {
 	if len(arg) == 0 {
 		return "an empty argument"
 	}
@@ -443,7 +608,7 @@ func classifyKey(arg []token, binds map[string][]source) string {
 		case tokNumber:
 			return "a number literal"
 		case tokName:
-			return classifyVar(arg[0].text, binds)
+			return classifyVar(arg[0].text, inForce(binds[arg[0].text], loops, at))
 		}
 	}
 	for _, t := range topLevel(arg) {
@@ -460,8 +625,9 @@ func classifyKey(arg []token, binds map[string][]source) string {
 	return "an expression not taken from KEYS[...]"
 }
 
-func classifyVar(name string, binds map[string][]source) string {
-	srcs := binds[name]
+// classifyVar says what is wrong with a variable given the assignments in
+// force at the call, "" when they are all KEYS[...].
+func classifyVar(name string, srcs []source) string {
 	if len(srcs) == 0 {
 		switch name {
 		case "nil", "true", "false":

@@ -94,6 +94,64 @@ return get(KEYS[1])`, []wantFinding{{1, "k", "function parameter"}}},
 		{"valkey server.call", `return server.call('GET', ARGV[1])`,
 			[]wantFinding{{1, "ARGV[1]", "ARGV value"}}},
 		{"field named redis is not redis", `local t = {} t.redis.call('GET', 'x')`, nil},
+
+		// The binding's expression ends where Lua ends it, not at the next
+		// keyword: the next statement's text is not part of it.
+		{"binding ends before the next statement", `local k = KEYS[1] .. ':total'
+redis . call ( 'INCR', k)`, []wantFinding{{2, "k", "assigned from KEYS[1] .. ':total' (line 1), not KEYS[...]"}}},
+		{"binding on the same line as the call", `local k = ARGV[1] .. 'x' redis.call('GET', k)`,
+			[]wantFinding{{1, "k", "assigned from ARGV[1] .. 'x' (line 1), not"}}},
+		{"binding ends before a call on the next line", `local k = KEYS[1]:lower()
+redis.call('GET', k)`, []wantFinding{{2, "k", "assigned from KEYS[1]:lower() (line 1), not"}}},
+		{"multi-line binding is folded", `local k = KEYS[1] ..
+    ':x'
+return redis.call('GET', k)`, []wantFinding{{3, "k", "assigned from KEYS[1] .. ':x' (line 1), not"}}},
+		{"binding from a function value", `local k = function() return 1 end redis.call('GET', k)`,
+			[]wantFinding{{1, "k", "assigned from function() return 1 end (line 1)"}}},
+		{"binding of a list", `local a, b = ARGV[1], KEYS[1] .. ':x' redis.call('MGET', a, b)`,
+			[]wantFinding{{1, "a", "holding an ARGV value (line 1)"}, {1, "b", "assigned from KEYS[1] .. ':x' (line 1)"}}},
+
+		// The binding in force at the call is the last one before it.
+		{"keys after argv clears it", `local x = ARGV[1]
+x = KEYS[1]
+return redis.call('GET', x)`, nil},
+		{"argv after keys", `local x = KEYS[1]
+x = ARGV[1]
+return redis.call('GET', x)`, []wantFinding{{3, "x", "holding an ARGV value (line 2)"}}},
+		{"each call sees its own binding", `local x = ARGV[1]
+redis.call('GET', x)
+x = KEYS[1]
+redis.call('GET', x)
+x = 'rl:' .. x
+redis.call('GET', x)`, []wantFinding{{2, "x", "holding an ARGV value (line 1)"}, {6, "x", "assigned from 'rl:' .. x (line 5)"}}},
+		{"reassigned after the call does not count", `local x = KEYS[1]
+redis.call('GET', x)
+x = ARGV[1]`, nil},
+		{"value read before the new binding", `local x = KEYS[1]
+local x = redis.call('GET', x)`, nil},
+		{"table field is not a variable", `local key = KEYS[1]
+local opts = {key = ARGV[1], n = 2}
+return redis.call('GET', key)`, nil},
+		{"parameter of an earlier function", `local function f(key) return key end
+local key = KEYS[1]
+return redis.call('GET', key)`, nil},
+		{"loop: a later assignment reaches the next iteration", `local k = KEYS[1]
+for i = 1, 3 do
+  redis.call('INCR', k)
+  k = ARGV[i]
+end`, []wantFinding{{3, "k", "holding an ARGV value (line 4)"}}},
+		{"loop: assignment before the call in the body", `local k = ARGV[1]
+for i = 1, #KEYS do
+  k = KEYS[i]
+  redis.call('INCR', k)
+end`, nil},
+		{"while and repeat loops", `local a, b = KEYS[1], KEYS[2]
+while true do redis.call('GET', a) a = ARGV[1] end
+repeat redis.call('GET', b) b = 'x' until false`,
+			[]wantFinding{{2, "a", "holding an ARGV value (line 2)"}, {3, "b", "assigned from 'x' (line 3)"}}},
+		{"assigned only after the call", `local function get() return redis.call('GET', k) end
+k = ARGV[1]
+return get()`, []wantFinding{{1, "k", "holding an ARGV value (line 2)"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,6 +190,8 @@ func FuzzLint(f *testing.F) {
 	f.Add(`redis.call('GET', KEYS[1])`)
 	f.Add(`--[==[ x ]==] redis.pcall("SET", "a\"b" .. [[c]], ARGV[1])`)
 	f.Add(`for _, k in ipairs(KEYS) do redis.call('DEL', k) end`)
+	f.Add("local k = KEYS[1] .. ':total'\nredis . call ( 'INCR', k)")
+	f.Add("local x = ARGV[1] x = KEYS[1] while x do repeat redis.call('GET', x) x = {x = 1} until f(function() end) end")
 	f.Fuzz(func(t *testing.T, src string) {
 		rep := Lint("f.lua", []byte(src))
 		for _, fd := range rep.Findings {

@@ -119,7 +119,7 @@ func lexLua(src string) ([]token, error) {
 			toks = append(toks, token{kind: tokNumber, text: src[i:j], line: line, start: i, end: j})
 			i = j
 		default:
-			op := string(c)
+			op := src[i : i+1] // one byte; string(c) would encode a byte >= 0x80 as two
 			for _, o := range luaOps {
 				if strings.HasPrefix(src[i:], o) {
 					op = o

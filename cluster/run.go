@@ -123,6 +123,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return Result{}, ErrNotCluster
 	}
 	for i, k := range opts.Keys {
+		if i%spreadCheckEvery == spreadCheckEvery-1 && ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
 		tag, ok := Tag(k)
 		kk := Key{Key: k, Tag: tag, Tagged: ok, Slot: Slot(k)}
 		if !utf8.ValidString(k) {
@@ -176,7 +179,10 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		res.Reasons = append(res.Reasons, fmt.Sprintf("%d key arguments in %d scripts do not come from KEYS", n, len(res.Scripts)))
 	}
 	if opts.Template != nil {
-		sp := SpreadOf(*opts.Template, opts.From, opts.To, top)
+		sp, err := SpreadOfContext(ctx, *opts.Template, opts.From, opts.To, top)
+		if err != nil {
+			return Result{}, fmt.Errorf("spread of %s over %d-%d: %w", opts.Template, opts.From, opts.To, err)
+		}
 		res.Spread = &sp
 	}
 	if opts.Into != 0 || opts.SplitKey != "" {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -9,8 +10,10 @@ import (
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
-// MaxRange bounds how many keys --template/--range expands to.
-const MaxRange = 100_000_000
+// MaxRange bounds how many keys --template/--range expands to: ten million
+// keys take about a second and show any spread to well under a per cent;
+// more only takes longer.
+const MaxRange = 10_000_000
 
 // Template is a key scheme with one %d, such as "rl:{tenant:%d}:tb".
 type Template struct {
@@ -62,7 +65,8 @@ func (t Template) Key(n int64) string {
 func (t Template) String() string { return t.raw }
 
 // ParseRange reads "FROM-TO" (inclusive, non-negative, FROM <= TO, at most
-// MaxRange numbers) or a single number.
+// MaxRange numbers) or a single number. TO may be as large as an int64
+// holds (9223372036854775807).
 func ParseRange(s string) (from, to int64, err error) {
 	a, b, ok := strings.Cut(strings.TrimSpace(s), "-")
 	if !ok {
@@ -76,8 +80,9 @@ func ParseRange(s string) (from, to int64, err error) {
 	if from > to {
 		return 0, 0, fmt.Errorf("range %q runs backwards; write the smaller number first", s)
 	}
-	if to-from >= MaxRange {
-		return 0, 0, fmt.Errorf("range %q has more than %d numbers; use a sample", s, MaxRange)
+	if to-from >= MaxRange { // no overflow: both are non-negative
+		return 0, 0, fmt.Errorf("range %q has %s numbers, more than the limit of %d; use a sample of at most %d, e.g. %d-%d",
+			s, strconv.FormatUint(uint64(to-from)+1, 10), MaxRange, MaxRange, from, from+MaxRange-1)
 	}
 	return from, to, nil
 }
@@ -108,12 +113,33 @@ type Primary struct {
 }
 
 // SpreadOf computes the slot of every key of t over [from, to] and, with a
-// topology, the keys each primary gets.
+// topology, the keys each primary gets. It cannot be stopped; Run uses
+// SpreadOfContext.
 func SpreadOf(t Template, from, to int64, top *Topology) Spread {
+	sp, _ := SpreadOfContext(context.Background(), t, from, to, top)
+	return sp
+}
+
+// spreadCheckEvery is how many keys SpreadOfContext computes between two
+// looks at its context.
+const spreadCheckEvery = 1 << 16
+
+// SpreadOfContext is SpreadOf that stops with ctx's error when ctx ends.
+// from and to must satisfy 0 <= from <= to (ParseRange); to may be the
+// largest int64.
+func SpreadOfContext(ctx context.Context, t Template, from, to int64, top *Topology) (Spread, error) {
 	var counts [Slots]int64
 	sp := Spread{Template: t.String(), From: from, To: to, Keys: to - from + 1, Warnings: []string{}}
 	firstTag, tagged, sameTag := "", 0, true
-	for n := from; n <= to; n++ {
+	// Count with i, not n: n <= to is always true when to is the largest
+	// int64, and n++ would wrap.
+	for i := int64(0); i < sp.Keys; i++ {
+		if i%spreadCheckEvery == spreadCheckEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return Spread{}, err
+			}
+		}
+		n := from + i
 		k := t.Key(n)
 		tag, ok := Tag(k)
 		h := k
@@ -156,7 +182,7 @@ func SpreadOf(t Template, from, to int64, top *Topology) Spread {
 		}
 	}
 	if top == nil {
-		return sp
+		return sp, nil
 	}
 	byNode := map[string]*Primary{}
 	for i := range top.Shards {
@@ -193,7 +219,7 @@ func SpreadOf(t Template, from, to int64, top *Topology) Spread {
 	if len(sp.Primaries) > 1 && sp.BusiestShare == 1 && sp.SlotsUsed > 1 {
 		sp.Warnings = append(sp.Warnings, fmt.Sprintf("all %d keys are on one primary (%s)", sp.Keys, sp.BusiestPrimary))
 	}
-	return sp
+	return sp, nil
 }
 
 // SubKey is one part of a split key.

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"context"
+	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,14 +60,101 @@ func TestParseRange(t *testing.T) {
 		{"1-", 0, 0, false},
 		{"", 0, 0, false},
 		{"1-2-3", 0, 0, false},
-		{"0-100000000", 0, 0, false},
-		{"0-99999999", 0, 99999999, true},
+		{"0-10000000", 0, 0, false},
+		{"0-9999999", 0, 9999999, true},
+		{"9223372036854775806-9223372036854775807", 9223372036854775806, 9223372036854775807, true},
+		{"9223372036854775807", 9223372036854775807, 9223372036854775807, true},
+		{"0-9223372036854775807", 0, 0, false},
+		{"9223372036854775808", 0, 0, false},
 	}
 	for _, tt := range tests {
 		from, to, err := ParseRange(tt.in)
 		if (err == nil) != tt.ok || from != tt.from || to != tt.to {
 			t.Errorf("ParseRange(%q) = %d, %d, %v; want %d, %d, ok %v", tt.in, from, to, err, tt.from, tt.to, tt.ok)
 		}
+	}
+	// The error says what the limit is.
+	_, _, err := ParseRange("0-9223372036854775807")
+	if err == nil || !strings.Contains(err.Error(), "9223372036854775808 numbers, more than the limit of 10000000") {
+		t.Errorf("ParseRange(0-MaxInt64) error = %v, want one naming the count and the limit", err)
+	}
+}
+
+// spreadWithin runs SpreadOfContext and fails the test when it does not
+// return within d (a loop that never ends would hang the test otherwise).
+func spreadWithin(t *testing.T, d time.Duration, ctx context.Context, tpl Template, from, to int64) (Spread, error) {
+	t.Helper()
+	type result struct {
+		sp  Spread
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sp, err := SpreadOfContext(ctx, tpl, from, to, nil)
+		done <- result{sp, err}
+	}()
+	select {
+	case r := <-done:
+		return r.sp, r.err
+	case <-time.After(d):
+		t.Fatalf("SpreadOfContext(%s, %d, %d) did not return within %v", tpl, from, to, d)
+		return Spread{}, nil
+	}
+}
+
+// TestSpreadAtInt64Max: ranges ending at the largest int64 end (a loop
+// counting n++ up to it would wrap and never stop).
+func TestSpreadAtInt64Max(t *testing.T) {
+	tpl, _ := ParseTemplate("rl:{tenant:%d}:tb")
+	tests := []struct {
+		from, to int64
+		keys     int64
+	}{
+		{math.MaxInt64, math.MaxInt64, 1},
+		{math.MaxInt64 - 1, math.MaxInt64, 2},
+		{math.MaxInt64 - 999, math.MaxInt64, 1000},
+	}
+	for _, tt := range tests {
+		sp, err := spreadWithin(t, 10*time.Second, context.Background(), tpl, tt.from, tt.to)
+		if err != nil || sp.Keys != tt.keys || sp.SlotsUsed < 1 {
+			t.Errorf("SpreadOfContext(%d-%d) = keys %d slots %d, %v; want %d keys", tt.from, tt.to, sp.Keys, sp.SlotsUsed, err, tt.keys)
+		}
+		var n int64
+		for i := tt.from; ; i++ {
+			if Slot(tpl.Key(i)) == sp.BusiestSlot {
+				n++
+			}
+			if i == tt.to {
+				break
+			}
+		}
+		if n != sp.BusiestSlotKeys {
+			t.Errorf("%d-%d: busiest slot %d holds %d keys by recount, Spread says %d", tt.from, tt.to, sp.BusiestSlot, n, sp.BusiestSlotKeys)
+		}
+	}
+}
+
+// TestSpreadCancelled: Ctrl-C (a cancelled context) stops a long spread.
+func TestSpreadCancelled(t *testing.T) {
+	tpl, _ := ParseTemplate("rl:{tenant:%d}:tb")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := spreadWithin(t, 5*time.Second, ctx, tpl, 0, MaxRange-1); !errors.Is(err, context.Canceled) {
+		t.Errorf("SpreadOfContext with a cancelled context = %v, want context.Canceled", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := spreadWithin(t, 5*time.Second, ctx, tpl, 0, math.MaxInt64-1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("SpreadOfContext over a huge range with a 50ms deadline = %v, want context.DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("SpreadOfContext took %v to notice its deadline", d)
+	}
+	// Run passes its context on.
+	_, err := Run(ctx, Options{Template: &tpl, From: 0, To: MaxRange - 1})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Run with an ended context = %v, want its error", err)
 	}
 }
 

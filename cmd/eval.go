@@ -66,9 +66,13 @@ the keys when an argument starts with a dash.
 
 --simulate runs the real script on the server in virtual time (the scripts'
 optional now_ms argument) for a constant arrival stream and prints how many
-calls would be admitted: the prediction a load test is judged against.
+calls would be admitted: the prediction a load test is judged against. It
+covers at most 24h of virtual time and 1,000,000 arrivals.
 
-The embedded scripts are listed, printed and exported by 'ratelimit scripts'.`,
+The embedded scripts are listed, printed and exported by 'ratelimit scripts'.
+
+Output (-o): text, json (save it for 'ratelimit report'), or markdown
+(GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY").`,
 		Example: `  # 7 quick calls against a bucket of 5 refilled at 1 token/s
   ratelimit eval rl:{user42}:tb --algo token-bucket --capacity 5 --rate 1/s -n 7
 
@@ -78,7 +82,8 @@ The embedded scripts are listed, printed and exported by 'ratelimit scripts'.`,
   # your own script, as with redis-cli --eval, twice a second
   ratelimit eval --script bucket.lua rl:{user42}:b , 10 5 1 -n 6 --interval 500ms
 
-  # the same through Redis Functions (FUNCTION LOAD REPLACE + FCALL; Redis 7+)
+  # the same through Redis Functions (FUNCTION LOAD + FCALL; Redis 7+; an existing
+  # library of the same name with other code is never replaced)
   ratelimit eval --script bucket.lua rl:{user42}:b , 10 5 1 --function
 
   # predict admissions: 20 arrivals/s for 30s against a bucket of 10 at 5/s
@@ -185,7 +190,7 @@ func (opts *evalOptions) params(algo eval.Algo) eval.Params {
 
 func runEval(opts *evalOptions) error {
 	f := opts.f
-	format, err := f.Format("text", "json")
+	format, err := f.Format("text", "json", "markdown")
 	if err != nil {
 		return err
 	}
@@ -238,18 +243,12 @@ func runEval(opts *evalOptions) error {
 		if err != nil {
 			return fmt.Errorf("eval --simulate: %w", err)
 		}
-		if format == "json" {
-			return report.JSON(f.IO.Out, res)
-		}
-		return report.EvalSimulateText(f.IO.Out, res, f.ReportOptions())
+		return report.Render(f.IO.Out, format, res, f.ReportOptions())
 	}
 	eo.Server = conn.Server
 	res, err := eval.Run(opts.ctx, conn.Client, eo)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	if format == "json" {
-		return report.JSON(f.IO.Out, res)
-	}
-	return report.EvalText(f.IO.Out, res, f.ReportOptions())
+	return report.Render(f.IO.Out, format, res, f.ReportOptions())
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -66,6 +67,16 @@ func TestEvalBadInput(t *testing.T) {
 		{"--simulate", "--capacity", "5", "--rate", "1/s"},
 		{"--simulate", "--arrivals", "20/s", "--for", "30s", "k", "--capacity", "5", "--rate", "1/s"},
 		{"--simulate", "--arrivals", "20/s", "--for", "-1s", "--capacity", "5", "--rate", "1/s"},
+		{"--simulate", "--arrivals", "1e-300/s", "--for", "30s", "--capacity", "5", "--rate", "1/s"},
+		{"--simulate", "--arrivals", "1/h", "--for", "1000h", "--capacity", "5", "--rate", "1/s"},
+		{"--simulate", "--arrivals", "20000/s", "--for", "60s", "--capacity", "5", "--rate", "1/s"},
+		{"k", "--capacity", "1", "--rate", "1e-300/s"},
+		{"k", "--capacity", "1000000000", "--rate", "0.5/s"},
+		{"k", "--capacity", "5", "--rate", "2000000000/s"},
+		{"k", "--algo", "gcra", "--rate", "1e-300/s", "--burst", "1"},
+		{"k", "--algo", "gcra", "--rate", "2000000/s", "--burst", "1"},
+		{"k", "--algo", "fixed-window", "--limit", "1000000000000001", "--window", "1s"},
+		{"k", "--algo", "sliding-window", "--limit", "5", "--window", "300000h"},
 		{"--script", script, "k", "10"},
 		{"--script", script, "k,", "10"},
 		{"--script", filepath.Join(dir, "missing.lua"), "k", ",", "10"},
@@ -84,6 +95,53 @@ func TestEvalBadInput(t *testing.T) {
 				t.Errorf("stderr = %q, want one error line", tf.ErrOut.String())
 			}
 		})
+	}
+}
+
+// TestEvalWrongTypeKey: a key that holds other data is exit 2 with one
+// line telling to pick another key.
+func TestEvalWrongTypeKey(t *testing.T) {
+	tg := redistest.Standalone(t)
+	key := redistest.Key(t, "taken")
+	redistest.Cleanup(t, tg.Client, key)
+	if err := tg.Client.Set(context.Background(), key, "user data", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tf := newTestFactory(t)
+	code := tf.execute(t, "eval", "--redis", tg.URL, key, "--capacity", "5", "--rate", "1/s")
+	msg := tf.ErrOut.String()
+	if code != exitcode.Usage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "holds a string") || !strings.Contains(msg, "pick another key") {
+		t.Fatalf("exit = %d, stderr %q; want 2 and one line saying the key holds a string and to pick another key", code, msg)
+	}
+}
+
+// TestEvalRatesWithExponents: rates whose shortest form has an exponent
+// (1e+06, 1e-05) run on every target, the embedded one included.
+func TestEvalRatesWithExponents(t *testing.T) {
+	for _, tg := range redistest.All(t) {
+		for _, args := range [][]string{
+			{"--capacity", "5", "--rate", "1000000/s"},
+			{"--capacity", "5", "--rate", "0.00001/s"},
+			{"--algo", "gcra", "--burst", "5", "--rate", "1000000/s"},
+			{"--algo", "gcra", "--burst", "5", "--rate", "0.00001/s"},
+		} {
+			t.Run(tg.Name+"/"+strings.Join(args, " "), func(t *testing.T) {
+				url := tg.URL
+				if tg.Name == "embedded" {
+					url = "embedded"
+				}
+				key := redistest.Key(t, "rate")
+				redistest.Cleanup(t, tg.Client, key)
+				tf := newTestFactory(t)
+				if code := tf.execute(t, append([]string{"eval", "--redis", url, key, "-n", "2", "-o", "json"}, args...)...); code != 0 {
+					t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
+				}
+				var res eval.Result
+				if err := json.Unmarshal(tf.Out.Bytes(), &res); err != nil || res.Summary.Allowed != 2 {
+					t.Errorf("result %+v, %v; want 2 allowed", res.Summary, err)
+				}
+			})
+		}
 	}
 }
 

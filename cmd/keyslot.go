@@ -48,8 +48,15 @@ over slots. Everything works offline; with --redis pointing at a cluster node it
 also shows the primary and replicas serving each slot, and --verify asks the
 server's CLUSTER KEYSLOT for every key.
 
+--range takes at most 10000000 numbers (about a second of work); FROM and TO
+may be any non-negative 64-bit integers.
+
 Exit 1 on a CROSSSLOT risk, a lint finding or a --verify mismatch; exit 2 on bad
-input (a missing file, a malformed --range, an empty key list).`,
+input (a missing file, a malformed or too large --range, an empty key list).
+
+Output (-o): text, json (save it for 'ratelimit report'), markdown
+(GitHub-flavoured tables for "$GITHUB_STEP_SUMMARY"), junit (one testcase per
+group and per linted script) or github (workflow annotations).`,
 		Example: `  # slots of a few keys, offline
   ratelimit keyslot 'rl:{user:42}:tb' rl:user:42:tb
 
@@ -83,7 +90,7 @@ input (a missing file, a malformed --range, an empty key list).`,
 	fl.StringVar(&opts.Groups, "groups", "", "FILE of key groups, one per line, keys separated by spaces (redis-cli quoting)")
 	fl.StringArrayVar(&opts.Scripts, "script", nil, "lint Lua FILE (repeatable; with --script, arguments are more script files)")
 	fl.StringVar(&opts.Template, "template", "", "key scheme with one %d, e.g. 'rl:{tenant:%d}:tb' (with --range)")
-	fl.StringVar(&opts.Range, "range", "", "numbers for --template, FROM-TO, e.g. 1-100000")
+	fl.StringVar(&opts.Range, "range", "", "numbers for --template, FROM-TO (at most 10000000 of them), e.g. 1-100000")
 	fl.StringVar(&opts.Split, "split", "", "propose sub-keys spreading this hot KEY over slots (with --into)")
 	fl.IntVar(&opts.Into, "into", 0, "number of sub-keys for --split (2 to 1024)")
 	fl.Var(&opts.Rate, "rate", "total rate of the split key; each sub-key gets 1/N (with --split)")
@@ -92,7 +99,7 @@ input (a missing file, a malformed --range, an empty key list).`,
 
 func runKeyslot(opts *keyslotOptions) error {
 	f := opts.f
-	format, err := f.Format("text", "json", "junit", "github")
+	format, err := f.Format("text", "json", "markdown", "junit", "github")
 	if err != nil {
 		return err
 	}
@@ -123,17 +130,7 @@ func runKeyslot(opts *keyslotOptions) error {
 	if res.Notice != "" && format != "text" {
 		fmt.Fprintln(f.IO.ErrOut, "notice: "+res.Notice)
 	}
-	switch format {
-	case "json":
-		err = report.KeyslotJSON(f.IO.Out, res)
-	case "junit":
-		err = report.KeyslotJUnit(f.IO.Out, res)
-	case "github":
-		err = report.KeyslotGitHub(f.IO.Out, res)
-	default:
-		err = report.KeyslotText(f.IO.Out, res, f.ReportOptions())
-	}
-	if err != nil {
+	if err := report.Render(f.IO.Out, format, res, f.ReportOptions()); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	if !res.Pass() {

@@ -1,11 +1,13 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +92,7 @@ func TestKeyslotOffline(t *testing.T) {
 		{name: "bad script github", args: []string{"--script", bad, "-o", "github"}, code: 1,
 			out: []string{"::error file=" + bad + ",line=2,", "'rl:global' is a string literal"}},
 		{name: "junit", args: []string{"--script", bad, "--groups", groups, "-o", "junit"}, code: 1,
-			out: []string{`<testsuite name="ratelimit keyslot" tests="3" failures="2">`}},
+			out: []string{`<testsuite name="ratelimit keyslot" tests="3" failures="2" errors="0"`}},
 		{name: "template", args: []string{"--template", "rl:{tenant}:%d", "--range", "1-50"}, code: 0,
 			out: []string{"50 keys on 1 of 16384 slots", "warning: every key has the hash tag {tenant}"}},
 		{name: "split", args: []string{"--split", "rl:{t:7}:tb", "--into", "3", "--rate", "30/s", "-o", "json"}, code: 0,
@@ -103,13 +105,20 @@ func TestKeyslotOffline(t *testing.T) {
 		{name: "nothing", args: nil, code: 2, errOut: "nothing to check"},
 		{name: "malformed range", args: []string{"--template", "a:%d", "--range", "1-x"}, code: 2, errOut: "range \"1-x\""},
 		{name: "backwards range", args: []string{"--template", "a:%d", "--range", "9-1"}, code: 2, errOut: "backwards"},
+		{name: "range at int64 max", args: []string{"--template", "a:%d", "--range", "9223372036854775806-9223372036854775807"}, code: 0,
+			out: []string{"2 keys on 2 of 16384 slots"}},
+		{name: "one number at int64 max", args: []string{"--template", "a:%d", "--range", "9223372036854775807", "-o", "json"}, code: 0,
+			out: []string{`"from": 9223372036854775807`, `"keys": 1,`}},
+		{name: "range too large", args: []string{"--template", "a:%d", "--range", "0-9223372036854775807"}, code: 2,
+			errOut: "more than the limit of 10000000; use a sample of at most 10000000, e.g. 0-9999999"},
+		{name: "range one over the limit", args: []string{"--template", "a:%d", "--range", "1-10000001"}, code: 2, errOut: "limit of 10000000"},
 		{name: "template without verb", args: []string{"--template", "a", "--range", "1-2"}, code: 2, errOut: "no %d"},
 		{name: "range alone", args: []string{"--range", "1-2", "k"}, code: 2, errOut: "go together"},
 		{name: "into alone", args: []string{"--into", "3"}, code: 2, errOut: "go together"},
 		{name: "into too small", args: []string{"--split", "k", "--into", "1"}, code: 2, errOut: "from 2 to 1024"},
 		{name: "same slot one key", args: []string{"--same-slot", "k"}, code: 2, errOut: "at least two keys"},
 		{name: "bad quoting", args: []string{"--groups", writeFile(t, "q.txt", "\"open\n")}, code: 2, errOut: "q.txt:1: unbalanced quotes"},
-		{name: "unsupported output", args: []string{"-o", "markdown", "k"}, code: 2, errOut: "not supported"},
+		{name: "unsupported output", args: []string{"-o", "yaml", "k"}, code: 2, errOut: "not supported"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,5 +231,30 @@ func TestKeyslotNotCluster(t *testing.T) {
 	}
 	if res := decodeKeyslot(t, tf.Out.String()); res.Notice == "" || res.Keys[0].Node != "" {
 		t.Errorf("embedded: notice %q node %q (after %v)", res.Notice, res.Keys[0].Node, time.Since(start))
+	}
+}
+
+// TestKeyslotInterrupted: Ctrl-C (the command's context ends) stops a long
+// --template/--range spread: exit 130, "interrupted", no report.
+func TestKeyslotInterrupted(t *testing.T) {
+	tf := newTestFactory(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	code := run(ctx, tf.Factory, []string{"keyslot", "--template", "rl:{tenant:%d}:tb", "--range", "1-10000000"})
+	if code != exitcode.Interrupted || !strings.Contains(tf.ErrOut.String(), "interrupted") || tf.Out.Len() != 0 {
+		t.Errorf("exit %d, stderr %q, stdout %q; want 130, interrupted and no report", code, tf.ErrOut.String(), tf.Out.String())
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("an interrupted spread took %v", d)
+	}
+}
+
+// TestKeyslotHelpNamesRangeLimit keeps the help in step with cluster.MaxRange.
+func TestKeyslotHelpNamesRangeLimit(t *testing.T) {
+	c := newKeyslotCmd(newTestFactory(t).Factory, nil)
+	limit := strconv.Itoa(cluster.MaxRange)
+	if !strings.Contains(c.Long, "at most "+limit+" numbers") || !strings.Contains(c.Flags().Lookup("range").Usage, "at most "+limit) {
+		t.Errorf("keyslot help does not name the --range limit %s", limit)
 	}
 }

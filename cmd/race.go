@@ -47,8 +47,8 @@ Strategies (--strategies, default all):
   watch   WATCH, GET, decide, MULTI/SET/EXEC, retried on conflict at most
           --watch-attempts times (then it gives up): correct but costly
   incr    INCR, then compare with the limit: correct for a plain counter
-  script  the built-in token bucket Lua script, capacity = limit, refill
-          one token a day (so nothing refills during a trial)
+  script  the built-in token bucket Lua script, capacity = limit; every
+          call passes the same now_ms, so nothing refills during a trial
 
 --script FILE adds your own limiter script. It is called with KEYS[1] = the
 trial's key and ARGV from --args, split at spaces, where {limit} becomes the
@@ -61,13 +61,18 @@ script's state in KEYS[1]: only that key is deleted afterwards. With
 Each strategy and trial uses its own key race:{<run id>}:<strategy>:<trial>
 (one hash tag per run, so on a cluster all keys live in one slot); every key
 is deleted afterwards, also after Ctrl-C or an error, and nothing else on
-the server is touched.
+the server is touched. As a safety net every write sets a TTL of at most an
+hour, so the keys of a killed run expire (the script strategy's bucket
+refills fully in just under an hour, and the script sets its TTL to that).
 
 Exit 1 when a strategy that must be atomic (watch, incr, script, --script)
 admitted more than the limit in any trial. When naive did not over-admit, a
 note says the race was not reproduced at this concurrency (not a failure).
 Exit 2 when the server's maxclients or the open-file limit cannot take
---concurrency connections; the message says how to raise them.
+--concurrency connections (the message says how to raise them), or when
+--script fails on every call. Exit 3 when Redis cannot be reached or stops
+answering during the run (connection refused or reset, timeouts), or
+refuses every call of a strategy (maxmemory, ACL, a replica).
 
 JSON (-o json, or --out FILE for 'ratelimit report'): kind "race", version 1,
 server, run_id, keys, node (cluster), concurrency, limit, trials,
@@ -76,7 +81,11 @@ notes, and strategies: name, label, atomic_expected, script, and per trial
 admitted, over_admitted, final_value (the counter, or tokens taken; null
 for --script), lost_updates, retries, give_ups, errors, trial_p50_us,
 trial_p99_us, wall_us; across trials p50_us, p99_us, admitted_min,
-admitted_median, admitted_max, error_sample.`,
+admitted_median, admitted_max, error_sample.
+
+Other outputs: -o markdown (GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY")
+and -o junit (one testcase per strategy; an atomic one that over-admitted is
+a <failure>).`,
 		Example: `  # the default race on a disposable server
   ratelimit race --redis redis://127.0.0.1:PORT
 
@@ -118,7 +127,7 @@ admitted_median, admitted_max, error_sample.`,
 
 func runRace(opts *raceOptions) error {
 	f := opts.f
-	format, err := f.Format("text", "json")
+	format, err := f.Format("text", "json", "markdown", "junit")
 	if err != nil {
 		return err
 	}
@@ -183,13 +192,7 @@ func runRace(opts *raceOptions) error {
 			return exitcode.Usagef("write --out: %v", err)
 		}
 	}
-	if format == "json" {
-		err = report.JSON(f.IO.Out, res)
-	} else {
-		o := f.ReportOptions()
-		err = report.RaceText(f.IO.Out, res, o)
-	}
-	if err != nil {
+	if err := report.Render(f.IO.Out, format, res, f.ReportOptions()); err != nil {
 		return err
 	}
 	if !res.Pass() {

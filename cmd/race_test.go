@@ -17,7 +17,9 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/race"
+	"github.com/ratelimit-dev/ratelimit/redisconn"
 	"github.com/ratelimit-dev/ratelimit/redistest"
+	"github.com/ratelimit-dev/ratelimit/sandbox"
 )
 
 func TestRaceFlags(t *testing.T) {
@@ -69,12 +71,15 @@ func TestRaceBadInput(t *testing.T) {
 		{[]string{"--trials", "0"}, "--trials"},
 		{[]string{"--strategies", "naive,lockfree"}, `unknown strategy "lockfree"`},
 		{[]string{"--strategies", "none"}, "no strategy"},
+		{[]string{"--strategies", " "}, "no strategy to race; pass --strategies with one or more of naive, multi, watch, incr, script, or --script FILE"},
+		{[]string{"--strategies", ","}, "no strategy"},
+		{[]string{"--strategies", " , "}, "no strategy"},
 		{[]string{"--script", filepath.Join(dir, "missing.lua")}, "read --script"},
 		{[]string{"--args", "{limit}"}, "--args needs --script"},
 		{[]string{"--script", script, "--args", "{limt}"}, "unknown placeholder {limt}"},
 		{[]string{"--watch-attempts", "0"}, "--watch-attempts"},
 		{[]string{"--concurrency", "abc"}, "invalid argument"},
-		{[]string{"-o", "markdown"}, "--output"},
+		{[]string{"-o", "yaml"}, "--output"},
 	}
 	for _, tt := range tests {
 		tf := newTestFactory(t)
@@ -236,5 +241,38 @@ func TestRaceEmbedded(t *testing.T) {
 	}
 	if !strings.HasPrefix(tf.ErrOut.String(), "notice: ") {
 		t.Errorf("stderr %q, want the embedded notice only", tf.ErrOut.String())
+	}
+}
+
+// TestRaceServerLost: a dedicated server stops after the command connected
+// and before it races: exit 3 with one line naming the server, not a
+// failed verdict.
+func TestRaceServerLost(t *testing.T) {
+	redistest.Require(t)
+	for _, strategies := range []string{"naive", "incr,script"} {
+		t.Run(strategies, func(t *testing.T) {
+			sb, err := sandbox.Start(context.Background(), sandbox.Config{})
+			if err != nil {
+				t.Fatalf("start server: %v", err)
+			}
+			t.Cleanup(func() { _ = sb.Stop() })
+			tf := newTestFactory(t)
+			open := tf.Redis
+			tf.Redis = func(ctx context.Context) (*redisconn.Conn, error) {
+				conn, err := open(ctx)
+				if serr := sb.Stop(); serr != nil {
+					t.Errorf("stop: %v", serr)
+				}
+				return conn, err
+			}
+			code := tf.execute(t, "race", "--redis", sb.URL, "--strategies", strategies, "--concurrency", "20", "-o", "json")
+			stderr := tf.ErrOut.String()
+			if code != exitcode.Unreachable || !strings.Contains(stderr, "redis at "+sb.Addrs[0]+" did not answer") || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("exit %d, stderr %q; want exit 3 and one line naming %s", code, stderr, sb.Addrs[0])
+			}
+			if tf.Out.Len() != 0 {
+				t.Errorf("a report was written for a run that could not race:\n%s", tf.Out.String())
+			}
+		})
 	}
 }

@@ -57,6 +57,9 @@ func run(ctx context.Context, f *Factory, args []string) (code int) {
 		err = exitcode.UsageError(err)
 	}
 	printError(f.IO.ErrOut, cmd, err)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return exitcode.Interrupted
+	}
 	return exitcode.Code(err)
 }
 
@@ -83,7 +86,7 @@ Redis is taken from --redis, else REDIS_URL, else redis://localhost:6379/0 if
 something answers there, else an embedded in-process server (miniredis).
 
 Exit codes: 0 ok, 1 a check or verdict failed, 2 usage or bad input,
-3 Redis or the target unreachable.`,
+3 Redis or the target unreachable, 130 interrupted (Ctrl-C).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -97,7 +100,7 @@ Exit codes: 0 ok, 1 a check or verdict failed, 2 usage or bad input,
 	pf.StringVar(&g.TLSKey, "tls-key", "", "PEM client key for mutual TLS (rediss://)")
 	pf.BoolVar(&g.TLSSkipVerify, "tls-skip-verify", false, "do not verify the server's certificate (rediss://; testing only)")
 	pf.Bool("cluster", false, "force a cluster client (true) or a single-node client (false); detected from INFO cluster when not given")
-	pf.StringVarP(&g.Output, "output", "o", "text", "output format: text, json (some commands add markdown, junit, github)")
+	pf.StringVarP(&g.Output, "output", "o", "text", "output format: text, json, markdown; race, load and keyslot add junit, keyslot adds github")
 	pf.BoolVar(&g.NoColor, "no-color", false, "disable colour (NO_COLOR is honoured too)")
 	pf.DurationVar(&g.RedisTimeout, "redis-timeout", g.RedisTimeout, "timeout for dialling and for each Redis command")
 	addCommands(root, f)
@@ -107,4 +110,11 @@ Exit codes: 0 ok, 1 a check or verdict failed, 2 usage or bad input,
 // addCommands registers the subcommands, one line each.
 func addCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newSandboxCmd(f, nil))
+	root.AddCommand(newRaceCmd(f, nil))
+	root.AddCommand(newServeCmd(f, nil))
+	root.AddCommand(newKeyslotCmd(f, nil))
+	root.AddCommand(newEvalCmd(f, nil))
+	root.AddCommand(newScriptsCmd(f, nil))
+	root.AddCommand(newLoadCmd(f, nil))
+	root.AddCommand(newReportCmd(f, nil))
 }

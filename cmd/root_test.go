@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -92,5 +93,18 @@ func TestRedisFromEnvAndFlag(t *testing.T) {
 	c2, err := tf2.Redis(t.Context())
 	if err != nil || !c2.Server.Embedded {
 		t.Errorf("--redis embedded must win over REDIS_URL: %+v, %v", c2, err)
+	}
+}
+
+func TestInterruptedExitCode(t *testing.T) {
+	redistest.Require(t)
+	tf := newTestFactory(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Ctrl-C before the servers are up
+	if code := run(ctx, tf.Factory, []string{"sandbox", "--cluster"}); code != exitcode.Interrupted {
+		t.Errorf("sandbox interrupted while starting: exit = %d, want 130 (stderr %q)", code, tf.ErrOut.String())
+	}
+	if !strings.Contains(tf.ErrOut.String(), "interrupted") {
+		t.Errorf("stderr = %q, want it to say interrupted", tf.ErrOut.String())
 	}
 }

@@ -33,7 +33,11 @@ func newSandboxCmd(f *Factory, run func(*sandboxOptions) error) *cobra.Command {
 		Long: `Start a disposable redis-server (or valkey-server) on free loopback ports, with
 persistence off and data in a temporary directory, print the URL to pass as
 --redis, and stay in the foreground until Ctrl-C or --for elapses. Then stop
-exactly the processes it started and remove the directory.`,
+exactly the processes it started and remove the directory.
+
+Output (-o): text (the URL on standard output) or json (url, addrs, cluster,
+product, dir). There is no markdown or junit output: sandbox checks nothing
+and reports no results, it only starts servers.`,
 		Example: `  # one standalone server until Ctrl-C
   ratelimit sandbox
 
@@ -96,7 +100,7 @@ func runSandbox(opts *sandboxOptions) error {
 	}
 	sb, err := sandbox.Start(opts.ctx, sandbox.Config{Bin: opts.ServerBin, Primaries: primaries, Replicas: opts.Replicas, PortBase: opts.PortBase, Args: opts.ServerArg})
 	if err != nil {
-		if errors.Is(err, sandbox.ErrNoServer) {
+		if errors.Is(err, sandbox.ErrNoServer) || errors.Is(err, sandbox.ErrConfig) {
 			return exitcode.UsageError(err)
 		}
 		if opts.ctx.Err() != nil {

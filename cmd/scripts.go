@@ -34,7 +34,8 @@ KEYS (so it runs unchanged on Redis Cluster) and accepts an optional trailing
 now_ms argument for tests and simulations.
 
 Without NAME the scripts are listed; with NAME one is printed; --export DIR
-writes them (or just NAME) as .lua files, replacing files of the same name.`,
+writes them (or just NAME) as .lua files, replacing files of the same name.
+-o json or -o markdown lists them as a document or a table.`,
 		Example: `  ratelimit scripts
   ratelimit scripts token-bucket > token_bucket.lua
   ratelimit scripts --export ./lua
@@ -56,7 +57,7 @@ writes them (or just NAME) as .lua files, replacing files of the same name.`,
 
 func runScripts(opts *scriptsOptions) error {
 	f := opts.f
-	format, err := f.Format("text", "json")
+	format, err := f.Format("text", "json", "markdown")
 	if err != nil {
 		return err
 	}
@@ -76,10 +77,7 @@ func runScripts(opts *scriptsOptions) error {
 		return err
 	}
 	cat := eval.NewCatalog(scripts, opts.Name != "")
-	if format == "json" {
-		return report.JSON(f.IO.Out, cat)
-	}
-	return report.EvalScriptsText(f.IO.Out, cat, f.ReportOptions())
+	return report.Render(f.IO.Out, format, cat, f.ReportOptions())
 }
 
 func exportScripts(f *Factory, format, dir string, scripts []eval.Script) error {
@@ -94,10 +92,7 @@ func exportScripts(f *Factory, format, dir string, scripts []eval.Script) error 
 		}
 		cat.Scripts[i].Path = path
 	}
-	if format == "json" {
-		return report.JSON(f.IO.Out, cat)
-	}
-	if err := report.EvalScriptsText(f.IO.Out, cat, f.ReportOptions()); err != nil {
+	if err := report.Render(f.IO.Out, format, cat, f.ReportOptions()); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil

@@ -34,14 +34,19 @@ func (e *evalCaller) call(ctx context.Context, keys []string, args []any) (any, 
 	return v, err
 }
 
-// fcallCaller calls a function of a library it loaded with FUNCTION LOAD
-// REPLACE, reloading it once if the server lost it (FUNCTION FLUSH, restart).
+// fcallCaller calls a function of a library. It never replaces a library
+// of the same name: it uses one with the same code as it is, refuses one
+// with other code, loads the library where it is missing (reloading it if
+// the server lost it: FUNCTION FLUSH, restart) and deletes afterwards only
+// what it loaded.
 type fcallCaller struct {
-	c       redis.UniversalClient
-	lib     string // library name
-	name    string // function name
-	code    string // library code
-	created bool   // the library did not exist before: delete it afterwards
+	c    redis.UniversalClient
+	lib  string // library name
+	name string // function name
+	code string // library code
+
+	mu      sync.Mutex
+	created map[string]bool // primaries (by address) where this run loaded the library
 }
 
 var (
@@ -75,21 +80,18 @@ func FunctionLibrary(src string) (code, lib, fn string, err error) {
 	return code, name, name, nil
 }
 
-// loadFunction loads src as a library on every primary and returns a caller
-// for it. A server without FUNCTION (Redis before 7, the embedded miniredis)
-// is bad input: the user asked for something this server cannot do.
+// loadFunction makes src available as a library on every primary and
+// returns a caller for it. A server without FUNCTION (Redis before 7, the
+// embedded miniredis) is bad input: the user asked for something this
+// server cannot do; so is a library of the same name with other code.
 func loadFunction(ctx context.Context, c redis.UniversalClient, src string) (*fcallCaller, error) {
 	code, lib, fn, err := FunctionLibrary(src)
 	if err != nil {
 		return nil, err
 	}
-	f := &fcallCaller{c: c, lib: lib, name: fn, code: code}
-	existed, err := f.exists(ctx)
-	if err != nil {
-		return nil, err
-	}
-	f.created = !existed
-	if err := f.load(ctx); err != nil {
+	f := &fcallCaller{c: c, lib: lib, name: fn, code: code, created: map[string]bool{}}
+	if err := f.ensure(ctx); err != nil {
+		f.unload()
 		return nil, err
 	}
 	return f, nil
@@ -110,41 +112,70 @@ func functionsUnsupported(err error) error {
 
 // primaries runs fn on every primary of a cluster, or once on c.
 func primaries(ctx context.Context, c redis.UniversalClient, fn func(context.Context, redis.Cmdable) error) error {
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return fn(ctx, n) })
-	}
-	return fn(ctx, c)
+	return eachPrimary(ctx, c, func(ctx context.Context, _ string, n redis.Cmdable) error { return fn(ctx, n) })
 }
 
-func (f *fcallCaller) exists(ctx context.Context) (bool, error) {
+// eachPrimary runs fn on every primary of a cluster, concurrently, with the
+// primary's address; or once on c with the address "".
+func eachPrimary(ctx context.Context, c redis.UniversalClient, fn func(context.Context, string, redis.Cmdable) error) error {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return fn(ctx, n.Options().Addr, n) })
+	}
+	return fn(ctx, "", c)
+}
+
+// ensure loads the library on every primary that lacks it (FUNCTION LOAD,
+// without REPLACE) and remembers where. If a library of the same name holds
+// other code anywhere, it loads nothing and the answer is exit 2.
+func (f *fcallCaller) ensure(ctx context.Context) error {
 	var mu sync.Mutex
-	found := false
-	err := primaries(ctx, f.c, func(ctx context.Context, n redis.Cmdable) error {
-		libs, err := n.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: f.lib}).Result()
+	missing := map[string]bool{}
+	conflict, where := false, ""
+	err := eachPrimary(ctx, f.c, func(ctx context.Context, addr string, n redis.Cmdable) error {
+		libs, err := n.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: f.lib, WithCode: true}).Result()
 		if err != nil {
 			return err
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		found := false
 		for _, l := range libs {
-			if l.Name == f.lib {
-				mu.Lock()
-				found = true
-				mu.Unlock()
+			if l.Name != f.lib {
+				continue
 			}
+			found = true
+			if l.Code != f.code {
+				conflict = true
+				if addr != "" {
+					where = " on " + addr
+				}
+			}
+		}
+		if !found {
+			missing[addr] = true
 		}
 		return nil
 	})
 	if err != nil {
 		if noFunctions(err) {
-			return false, functionsUnsupported(err)
+			return functionsUnsupported(err)
 		}
-		return false, redisError("list functions", err)
+		return redisError("list functions", err)
 	}
-	return found, nil
-}
-
-func (f *fcallCaller) load(ctx context.Context) error {
-	err := primaries(ctx, f.c, func(ctx context.Context, n redis.Cmdable) error {
-		return n.FunctionLoadReplace(ctx, f.code).Err()
+	if conflict {
+		return exitcode.Usagef("a function library named %s already exists%s with other code; --function does not replace it: rename your library (#!lua name=...) or remove that one with FUNCTION DELETE %s", f.lib, where, f.lib)
+	}
+	err = eachPrimary(ctx, f.c, func(ctx context.Context, addr string, n redis.Cmdable) error {
+		if !missing[addr] {
+			return nil
+		}
+		if err := n.FunctionLoad(ctx, f.code).Err(); err != nil {
+			return err
+		}
+		f.mu.Lock()
+		f.created[addr] = true
+		f.mu.Unlock()
+		return nil
 	})
 	if err == nil {
 		return nil
@@ -162,7 +193,7 @@ func (f *fcallCaller) load(ctx context.Context) error {
 func (f *fcallCaller) call(ctx context.Context, keys []string, args []any) (any, error) {
 	v, err := f.c.FCall(ctx, f.name, keys, args...).Result()
 	if err != nil && strings.Contains(strings.ToLower(err.Error()), "function not found") {
-		if lerr := f.load(ctx); lerr != nil {
+		if lerr := f.ensure(ctx); lerr != nil {
 			return nil, lerr
 		}
 		v, err = f.c.FCall(ctx, f.name, keys, args...).Result()
@@ -173,14 +204,23 @@ func (f *fcallCaller) call(ctx context.Context, keys []string, args []any) (any,
 	return v, err
 }
 
-// unload deletes the library if this run created it.
+// unload deletes the library from the primaries where this run loaded it.
 func (f *fcallCaller) unload() {
-	if !f.created {
+	f.mu.Lock()
+	created := len(f.created) > 0
+	f.mu.Unlock()
+	if !created {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = primaries(ctx, f.c, func(ctx context.Context, n redis.Cmdable) error {
+	_ = eachPrimary(ctx, f.c, func(ctx context.Context, addr string, n redis.Cmdable) error {
+		f.mu.Lock()
+		mine := f.created[addr]
+		f.mu.Unlock()
+		if !mine {
+			return nil
+		}
 		return n.FunctionDelete(ctx, f.lib).Err()
 	})
 }

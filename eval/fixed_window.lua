@@ -1,8 +1,8 @@
 -- fixed_window.lua: fixed-window counter rate limiter (ratelimit, embedded script).
 --
 -- KEYS[1]  the counter: a hash {n = units counted in this window, end = ms the window ends}
--- ARGV[1]  window: ms (integer >= 1)
--- ARGV[2]  limit: units admitted per window (integer >= 1)
+-- ARGV[1]  window: ms (integer from 1 to 1e12)
+-- ARGV[2]  limit: units admitted per window (integer from 1 to 1e15)
 -- ARGV[3]  cost: units this call takes (integer >= 1; optional, default 1)
 -- ARGV[4]  now_ms: Unix time in ms replacing the server's TIME (optional; for tests and simulations)
 --
@@ -26,11 +26,11 @@ end
 local key = KEYS[1]
 local window, limit, cost, now = num(1), num(2), num(3, 1), num(4)
 if key == nil then return redis.error_reply('ERR fixed window: pass the counter key as KEYS[1]') end
-if window == nil or window < 1 or math.floor(window) ~= window then
-  return redis.error_reply('ERR fixed window: window (ARGV[1]) must be an integer number of ms >= 1')
+if window == nil or window < 1 or window > 1e12 or math.floor(window) ~= window then
+  return redis.error_reply('ERR fixed window: window (ARGV[1]) must be an integer number of ms from 1 to 1e12')
 end
 if limit == nil or limit < 1 or limit > 1e15 or math.floor(limit) ~= limit then
-  return redis.error_reply('ERR fixed window: limit (ARGV[2]) must be an integer >= 1')
+  return redis.error_reply('ERR fixed window: limit (ARGV[2]) must be an integer from 1 to 1e15')
 end
 if cost == nil or cost < 1 or math.floor(cost) ~= cost then
   return redis.error_reply('ERR fixed window: cost (ARGV[3]) must be an integer >= 1')

@@ -1,8 +1,10 @@
 -- gcra.lua: generic cell rate algorithm limiter (ratelimit, embedded script).
 --
 -- KEYS[1]  the theoretical arrival time (TAT): a string, Unix time in microseconds
--- ARGV[1]  rate: requests per second (> 0, fractional allowed, at most 1e6)
--- ARGV[2]  burst: requests that may pass at once (integer >= 1)
+-- ARGV[1]  rate: requests per second (> 0, fractional allowed, at most 1e6, written as a plain
+--          decimal)
+-- ARGV[2]  burst: requests that may pass at once (integer from 1 to 1e9); the tolerance
+--          interval x burst may be at most 1e15 us (about 31.7 years)
 -- ARGV[3]  cost: requests this call counts for (integer >= 1; optional, default 1)
 -- ARGV[4]  now_ms: Unix time in ms replacing the server's TIME (optional; for tests and simulations)
 --
@@ -30,6 +32,9 @@ if rate == nil or not (rate > 0) or rate > 1e6 then
 end
 if burst == nil or burst < 1 or burst > 1e9 or math.floor(burst) ~= burst then
   return redis.error_reply('ERR gcra: burst (ARGV[2]) must be an integer from 1 to 1e9')
+end
+if math.floor(1000000 / rate + 0.5) * burst > 1e15 then
+  return redis.error_reply('ERR gcra: burst / rate must be at most 1e9 seconds (raise the rate or lower the burst)')
 end
 if cost == nil or cost < 1 or math.floor(cost) ~= cost then
   return redis.error_reply('ERR gcra: cost (ARGV[3]) must be an integer >= 1')

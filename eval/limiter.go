@@ -45,12 +45,18 @@ func ParseAlgo(s string) (Algo, error) {
 	return "", exitcode.Usagef("unknown algorithm %q; use token-bucket, sliding-window, fixed-window or gcra", s)
 }
 
-// Limits on parameters, so every value stays exact in Lua's doubles.
+// Limits on parameters, the same the scripts check, so every ms, µs and
+// micro-token quantity stays exact in Lua's doubles (below 2^53) and every
+// TTL is a valid PEXPIRE.
 const (
-	maxCapacity    = 1_000_000_000 // tokens; micro-tokens stay below 2^53
-	maxRatePerSec  = 1_000_000_000
-	maxGCRARate    = 1_000_000 // the emission interval must be at least 1 µs
-	maxWindowLimit = 1_000_000 // sliding-window entries in one sorted set
+	MaxCapacity    = 1_000_000_000 // token-bucket tokens, gcra burst; micro-tokens stay below 2^53
+	MaxRatePerSec  = 1_000_000_000 // token-bucket refill rate
+	MaxFillMs      = 1e12          // token bucket: capacity / rate, ms to fill from empty (~31.7 years)
+	MaxGCRARate    = 1_000_000     // the emission interval must be at least 1 µs
+	MaxGCRATolUs   = 1e15          // gcra: emission interval x burst, µs (~31.7 years)
+	MaxWindowLimit = 1_000_000     // sliding-window entries in one sorted set
+	MaxFixedLimit  = 1e15          // fixed-window units per window
+	MaxWindowMs    = 1e12          // sliding and fixed window length, ms (~31.7 years)
 )
 
 // Params configure a limiter. Only the fields of the chosen algorithm are
@@ -113,19 +119,24 @@ func (p Params) validate() error {
 	perSec := p.Rate.PerSecond()
 	switch p.Algo {
 	case TokenBucket:
-		if p.Capacity <= 0 || p.Capacity > maxCapacity {
-			return exitcode.Usagef("token-bucket needs --capacity from 1 to %d tokens, got %d", maxCapacity, p.Capacity)
+		if p.Capacity <= 0 || p.Capacity > MaxCapacity {
+			return exitcode.Usagef("token-bucket needs --capacity from 1 to %d tokens, got %d", MaxCapacity, p.Capacity)
 		}
-		if !(perSec > 0) || perSec > maxRatePerSec || math.IsInf(perSec, 0) {
-			return exitcode.Usagef("token-bucket needs --rate greater than 0 (e.g. 5/s or 300/m), got %s", p.Rate)
+		if !(perSec > 0) || perSec > MaxRatePerSec {
+			return exitcode.Usagef("token-bucket needs --rate greater than 0 and at most %d/s (e.g. 5/s or 300/m), got %s", MaxRatePerSec, showRate(p.Rate))
+		}
+		// The same expression as token_bucket.lua, so both draw the line alike.
+		if fill := float64(p.Capacity*model.Micro) / (perSec * 1000); fill > MaxFillMs {
+			return exitcode.Usagef("token-bucket --capacity %d at --rate %s takes %s to fill; the most is 1e9 s (about 31 years): raise --rate or lower --capacity",
+				p.Capacity, showRate(p.Rate), longDuration(fill))
 		}
 		if cost > p.Capacity {
 			return exitcode.Usagef("--cost %d exceeds --capacity %d: no call could ever pass", cost, p.Capacity)
 		}
 	case SlidingWindow, FixedWindow:
-		maxLimit := int64(maxWindowLimit)
+		maxLimit := int64(MaxWindowLimit)
 		if p.Algo == FixedWindow {
-			maxLimit = 1 << 50
+			maxLimit = MaxFixedLimit
 		}
 		if p.Limit <= 0 || p.Limit > maxLimit {
 			return exitcode.Usagef("%s needs --limit from 1 to %d, got %d", p.Algo, maxLimit, p.Limit)
@@ -133,21 +144,50 @@ func (p Params) validate() error {
 		if p.Window < time.Millisecond || p.Window%time.Millisecond != 0 {
 			return exitcode.Usagef("%s needs --window of whole milliseconds, at least 1ms (e.g. 10s or 1m), got %s", p.Algo, p.Window)
 		}
+		if p.Window.Milliseconds() > MaxWindowMs {
+			return exitcode.Usagef("%s --window %s is too long; the most is %s (1e12 ms)", p.Algo, p.Window, time.Duration(MaxWindowMs)*time.Millisecond)
+		}
 		if cost > p.Limit {
 			return exitcode.Usagef("--cost %d exceeds --limit %d: no call could ever pass", cost, p.Limit)
 		}
 	case GCRA:
-		if !(perSec > 0) || perSec > maxGCRARate || math.IsInf(perSec, 0) {
-			return exitcode.Usagef("gcra needs --rate greater than 0 and at most %d/s, got %s", maxGCRARate, p.Rate)
+		if !(perSec > 0) || perSec > MaxGCRARate {
+			return exitcode.Usagef("gcra needs --rate greater than 0 and at most %d/s, got %s", MaxGCRARate, showRate(p.Rate))
 		}
-		if p.Burst <= 0 || p.Burst > maxCapacity {
-			return exitcode.Usagef("gcra needs --burst from 1 to %d, got %d", maxCapacity, p.Burst)
+		if p.Burst <= 0 || p.Burst > MaxCapacity {
+			return exitcode.Usagef("gcra needs --burst from 1 to %d, got %d", MaxCapacity, p.Burst)
+		}
+		// The same expression as gcra.lua: emission interval (µs) x burst.
+		if tol := math.Floor(1e6/perSec+0.5) * float64(p.Burst); tol > MaxGCRATolUs {
+			return exitcode.Usagef("gcra --burst %d at --rate %s spans %s; the most is 1e9 s (about 31 years): raise --rate or lower --burst",
+				p.Burst, showRate(p.Rate), longDuration(tol/1000))
 		}
 		if cost > p.Burst {
 			return exitcode.Usagef("--cost %d exceeds --burst %d: no call could ever pass", cost, p.Burst)
 		}
 	}
 	return nil
+}
+
+// showRate prints a rate for a message: as given, unless that takes more
+// than a few digits (1e-300/s), then in per-second scientific notation.
+func showRate(r rate.Rate) string {
+	if s := r.String(); len(s) <= 24 {
+		return s
+	}
+	return strconv.FormatFloat(r.PerSecond(), 'g', 4, 64) + "/s"
+}
+
+// longDuration prints ms for a message, in years when it is that long.
+func longDuration(ms float64) string {
+	const year = 365.25 * 24 * 3600 * 1000
+	if math.IsInf(ms, 0) || ms > 1e6*year {
+		return "more than a million years"
+	}
+	if ms >= year {
+		return strconv.FormatFloat(ms/year, 'f', 1, 64) + " years"
+	}
+	return time.Duration(ms * float64(time.Millisecond)).Round(time.Second).String()
 }
 
 // Params returns the validated parameters (Cost at least 1).
@@ -187,8 +227,11 @@ func (l *Limiter) Policy() Policy {
 	}
 }
 
-// formatFloat prints f so that Lua's tonumber reads back the same double.
-func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+// formatFloat prints f as a plain decimal ("1000000", "0.00001", never
+// "1e+06") with the fewest digits that read back as the same double: real
+// Redis's Lua reads exponents, but the embedded miniredis's tonumber does
+// not. The limits keep rates between 1e-9 and 1e9, so the digits are few.
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // Args returns the script's ARGV for one call, in the documented order;
 // nowMs 0 leaves the server's TIME in charge. id is the sliding-window
@@ -224,9 +267,32 @@ func (l *Limiter) newID() string {
 func (l *Limiter) Allow(ctx context.Context, rdb redis.Scripter, key string, nowMs int64) (Decision, error) {
 	reply, err := l.script.Run(ctx, rdb, []string{key}, l.Args(nowMs, l.newID())...).Result()
 	if err != nil {
+		if werr := wrongType(ctx, rdb, key, l.p.Algo, err); werr != nil {
+			return Decision{}, werr
+		}
 		return Decision{}, fmt.Errorf("run %s script on %s: %w", l.p.Algo, key, err)
 	}
 	return l.Decode(reply)
+}
+
+// stateType is the Redis type each script keeps its state in.
+var stateType = map[Algo]string{TokenBucket: "hash", SlidingWindow: "zset", FixedWindow: "hash", GCRA: "string"}
+
+// wrongType turns the server's WRONGTYPE answer for key into a one-line
+// exit-2 error (the key is taken by other data: bad input); it returns nil
+// for any other error. When rdb can, the key's actual type is named.
+func wrongType(ctx context.Context, rdb any, key string, algo Algo, err error) error {
+	if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		return nil
+	}
+	holds := "another type of value"
+	if c, ok := rdb.(redis.Cmdable); ok {
+		if t, terr := c.Type(ctx, key).Result(); terr == nil && t != "none" {
+			holds = "a " + t
+		}
+	}
+	return exitcode.Usagef("key %s holds %s, not the %s the %s script keeps there; pick another key (or delete this one if its data is yours to drop)",
+		key, holds, stateType[algo], algo)
 }
 
 // Decode turns a raw reply of the limiter's script into a Decision.

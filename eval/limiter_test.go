@@ -90,7 +90,7 @@ func TestScriptsMatchModels(t *testing.T) {
 }
 
 func randomParams(r *rand.Rand, algo Algo) Params {
-	rates := []string{"5/s", "1/s", "0.5/s", "3/s", "300/m", "1000/h", "7/100ms", "2.5/s", "1/3s"}
+	rates := []string{"5/s", "1/s", "0.5/s", "3/s", "300/m", "1000/h", "7/100ms", "2.5/s", "1/3s", "0.05025/s", "1/h", "1000000/s"}
 	rt, _ := rate.Parse(rates[r.IntN(len(rates))])
 	n := 1 + r.Int64N(12)
 	window := time.Duration(1000+r.Int64N(9000)) * time.Millisecond

@@ -231,6 +231,9 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 		reply, err := call.call(ctx, []string{key}, args)
 		lat := time.Since(start)
 		if err != nil {
+			if werr := wrongType(ctx, c, key, p.Algo, err); werr != nil {
+				return res, werr
+			}
 			return res, redisError(fmt.Sprintf("run %s script on %s", p.Algo, key), err)
 		}
 		d, err := l.Decode(reply)

@@ -23,8 +23,12 @@ type SimOptions struct {
 	Server   redisconn.Server
 }
 
-// maxArrivals bounds one simulation (each arrival is one script call).
-const maxArrivals = 1_000_000
+// Bounds of one simulation, so its time and memory stay small: each
+// arrival is one script call, each virtual second one per_second entry.
+const (
+	MaxArrivals = 1_000_000
+	MaxSimFor   = 24 * time.Hour
+)
 
 // simBatch is how many calls go in one pipeline.
 const simBatch = 1000
@@ -51,18 +55,25 @@ type SimResult struct {
 
 // ArrivalTimes returns the virtual ms of a constant arrival stream: i x
 // Per / Count for every i whose time is before d, at 1 ms resolution
-// (20/s for 30s: 0, 50, ..., 29950).
+// (20/s for 30s: 0, 50, ..., 29950). d is at most MaxSimFor and the stream
+// at most MaxArrivals calls; anything else is bad input.
 func ArrivalTimes(r rate.Rate, d time.Duration) ([]int64, error) {
-	if r.IsZero() || !(r.Count > 0) || r.Per <= 0 {
+	if r.IsZero() || !(r.Count > 0) || r.Per <= 0 || math.IsInf(r.Count, 0) {
 		return nil, exitcode.Usagef("--arrivals needs a rate greater than 0, e.g. 20/s")
 	}
 	if d <= 0 {
 		return nil, exitcode.Usagef("--for needs a positive duration, e.g. 30s")
 	}
+	if d > MaxSimFor {
+		return nil, exitcode.Usagef("--for %s is longer than the %s a simulation may cover; simulate a shorter span", d, MaxSimFor)
+	}
 	gap := float64(r.Per) / r.Count // ns between arrivals
+	if !(gap > 0) || math.IsInf(gap, 0) || math.IsNaN(gap) {
+		return nil, exitcode.Usagef("--arrivals %s is too slow: the gap between arrivals is not a finite time; pass a rate such as 20/s or 1/h", showRate(r))
+	}
 	n := math.Ceil(float64(d) / gap)
-	if n > maxArrivals {
-		return nil, exitcode.Usagef("--arrivals %s for %s is %.0f calls; the limit is %d", r, d, n, maxArrivals)
+	if n > MaxArrivals {
+		return nil, exitcode.Usagef("--arrivals %s for %s is %.0f calls; the most is %d: lower --arrivals or --for", showRate(r), d, n, MaxArrivals)
 	}
 	times := make([]int64, 0, int(n))
 	for i := 0; ; i++ {
@@ -71,6 +82,9 @@ func ArrivalTimes(r rate.Rate, d time.Duration) ([]int64, error) {
 			break
 		}
 		times = append(times, int64(ns)/int64(time.Millisecond))
+	}
+	if len(times) == 0 {
+		return nil, exitcode.Usagef("--arrivals %s for %s makes no arrival; raise --arrivals or --for", showRate(r), d)
 	}
 	return times, nil
 }

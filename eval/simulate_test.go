@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +27,9 @@ func TestArrivalTimes(t *testing.T) {
 		{"3/s", time.Second, 3, []int64{0, 333, 666}, 666},
 		{"300/m", 2 * time.Second, 10, []int64{0, 200, 400}, 1800},
 		{"1/s", 2500 * time.Millisecond, 3, []int64{0, 1000, 2000}, 2000},
+		{"1/h", 30 * time.Second, 1, []int64{0}, 0},
+		{"1/h", 24 * time.Hour, 24, []int64{0, 3_600_000}, 23 * 3_600_000},
+		{"1000/s", 1000 * time.Second, 1_000_000, []int64{0, 1, 2}, 999_999},
 	}
 	for _, tt := range tests {
 		got, err := ArrivalTimes(mustRate(t, tt.r), tt.d)
@@ -39,9 +43,34 @@ func TestArrivalTimes(t *testing.T) {
 	for _, bad := range []struct {
 		r rate.Rate
 		d time.Duration
-	}{{rate.Rate{}, time.Second}, {mustRate(t, "1/s"), 0}, {mustRate(t, "1000000/s"), time.Hour}} {
-		if _, err := ArrivalTimes(bad.r, bad.d); exitcode.Code(err) != exitcode.Usage {
-			t.Errorf("ArrivalTimes(%v, %s) err = %v, want a usage error", bad.r, bad.d, err)
+	}{
+		{rate.Rate{}, time.Second},
+		{mustRate(t, "1/s"), 0},
+		{mustRate(t, "1000000/s"), time.Hour},
+		{mustRate(t, "1e-300/s"), 30 * time.Second}, // the gap is +Inf ns
+		{rate.Rate{Count: 5e-324, Per: time.Hour}, time.Second},
+		{mustRate(t, "1/h"), 1000 * time.Hour}, // 3.6M per-second entries
+		{mustRate(t, "1/s"), 24*time.Hour + time.Millisecond},
+		{mustRate(t, "1000/s"), 1000*time.Second + time.Millisecond}, // one call over
+	} {
+		times, err := ArrivalTimes(bad.r, bad.d)
+		if exitcode.Code(err) != exitcode.Usage || strings.Contains(err.Error(), "\n") || len(err.Error()) > 200 {
+			t.Errorf("ArrivalTimes(%v, %s) = %d times, err %v; want a one-line usage error", bad.r, bad.d, len(times), err)
+		}
+	}
+}
+
+// TestSimulateBadInput: bad arrival streams are exit-2 errors from
+// Simulate itself, not panics, before anything is sent.
+func TestSimulateBadInput(t *testing.T) {
+	tg := redistest.Embedded(t)
+	p := Params{Algo: TokenBucket, Capacity: 10, Rate: mustRate(t, "5/s")}
+	for _, bad := range []SimOptions{
+		{Params: p, Arrivals: mustRate(t, "1e-300/s"), For: 30 * time.Second},
+		{Params: p, Arrivals: mustRate(t, "1/h"), For: 1000 * time.Hour},
+	} {
+		if _, err := Simulate(context.Background(), tg.Client, bad); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("Simulate(%v for %s) = %v, want exit 2", bad.Arrivals, bad.For, err)
 		}
 	}
 }
@@ -133,5 +162,27 @@ func TestSimulateSurvivesScriptFlush(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSimulateSlowRefillAtAnyFrequency: a bucket of 1 at 0.0501/s (50.1
+// micro-tokens per ms: a token every 19960.08 ms) admits 2 in 20 s whether
+// asked 50 or 200 times a second, on every target, and the script agrees
+// with the model. Rounding the refill down per call (250.5 micro-tokens
+// every 5 ms) used to admit only 1 at 200/s.
+func TestSimulateSlowRefillAtAnyFrequency(t *testing.T) {
+	p := Params{Algo: TokenBucket, Capacity: 1, Rate: mustRate(t, "0.0501/s")}
+	for _, tg := range redistest.All(t) {
+		for _, arrivals := range []string{"50/s", "200/s"} {
+			t.Run(tg.Name+"/"+arrivals, func(t *testing.T) {
+				res, err := Simulate(context.Background(), tg.Client, SimOptions{Params: p, Arrivals: mustRate(t, arrivals), For: 20 * time.Second})
+				if err != nil {
+					t.Fatalf("Simulate: %v", err)
+				}
+				if res.Admitted != 2 || !res.Agrees || res.Model != 2 {
+					t.Errorf("admitted %d (model %d, agrees %v) of %d, want 2 by both", res.Admitted, res.Model, res.Agrees, res.Arrivals)
+				}
+			})
+		}
 	}
 }

@@ -1,8 +1,8 @@
 -- sliding_window.lua: sliding-window log rate limiter (ratelimit, embedded script).
 --
 -- KEYS[1]  the log: a sorted set, member = request id, score = ms the request was admitted
--- ARGV[1]  window: ms (integer >= 1)
--- ARGV[2]  limit: requests admitted in any window (integer >= 1)
+-- ARGV[1]  window: ms (integer from 1 to 1e12)
+-- ARGV[2]  limit: requests admitted in any window (integer from 1 to 1e6)
 -- ARGV[3]  request id: unique per call (e.g. a UUID); a repeated id would overwrite its entry
 -- ARGV[4]  cost: entries this call takes (integer >= 1; optional, default 1)
 -- ARGV[5]  now_ms: Unix time in ms replacing the server's TIME (optional; for tests and simulations)
@@ -26,8 +26,8 @@ end
 local key = KEYS[1]
 local window, limit, id, cost, now = num(1), num(2), ARGV[3], num(4, 1), num(5)
 if key == nil then return redis.error_reply('ERR sliding window: pass the log key as KEYS[1]') end
-if window == nil or window < 1 or math.floor(window) ~= window then
-  return redis.error_reply('ERR sliding window: window (ARGV[1]) must be an integer number of ms >= 1')
+if window == nil or window < 1 or window > 1e12 or math.floor(window) ~= window then
+  return redis.error_reply('ERR sliding window: window (ARGV[1]) must be an integer number of ms from 1 to 1e12')
 end
 if limit == nil or limit < 1 or limit > 1e6 or math.floor(limit) ~= limit then
   return redis.error_reply('ERR sliding window: limit (ARGV[2]) must be an integer from 1 to 1e6')

@@ -25,10 +25,20 @@
 // # Keys
 //
 // Strategy s in trial t uses the key race:{<run id>}:<s>:<t>, fresh for that
-// trial. Every write also sets a TTL of an hour as a safety net, and every
-// key of the run is deleted after its trial and again when Run returns,
-// including after cancellation (Ctrl-C) or an error. Nothing else is read or
-// written.
+// trial. Every write also sets a TTL of at most an hour as a safety net
+// (the counters get KeyTTL; the token bucket script sets its own, the time
+// until the bucket is full again, which the race's refill rate keeps under
+// KeyTTL), and every key of the run is deleted after its trial and again
+// when Run returns, including after cancellation (Ctrl-C) or an error.
+// Nothing else is read or written.
+//
+// # Unreachable servers
+//
+// When the server cannot be reached or stops answering during a run
+// (connection refused or reset, end of file, an i/o or pool timeout), Run
+// returns an exit-3 error naming its address instead of a result: the
+// trial then says nothing about the limiter. Exit 1 is left to
+// over-admission.
 //
 // # User scripts
 //
@@ -51,6 +61,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -181,11 +192,13 @@ func (o Options) Validate() error {
 	if o.WatchAttempts < 0 {
 		return exitcode.Usagef("--watch-attempts must be at least 1, got %d", o.WatchAttempts)
 	}
-	if _, err := ParseStrategies(o.Strategies); err != nil {
+	names, err := ParseStrategies(o.Strategies)
+	if err != nil {
 		return err
 	}
-	if o.Strategies != nil && len(o.Strategies) == 0 && o.User == nil {
-		return exitcode.Usagef("no strategy to race; pass --strategies or --script")
+	// --strategies ' ' or ',' name nothing, just as --strategies none.
+	if len(names) == 0 && o.User == nil {
+		return exitcode.Usagef("no strategy to race; pass --strategies with one or more of %s, or --script FILE", strings.Join(Names(), ", "))
 	}
 	return nil
 }
@@ -254,18 +267,35 @@ func Run(ctx context.Context, client redis.UniversalClient, opts Options) (res R
 			keys = append(keys, Key(opts.RunID, s.name(), t))
 		}
 	}
+	pattern := fmt.Sprintf("race:{%s}:*", opts.RunID)
+	var (
+		node     *redis.Client
+		nodeAddr string
+	)
 	defer func() {
 		if cerr := deleteKeys(ctx, client, keys); cerr != nil && err == nil {
-			err = fmt.Errorf("delete the run's keys race:{%s}:*: %w; delete them by hand", opts.RunID, cerr)
+			err = fmt.Errorf("delete the run's keys %s: %w; delete them by hand", pattern, cerr)
+			if IsUnreachable(cerr) {
+				err = lostError(nodeAddr, "deleting the run's keys", pattern, cerr)
+			}
 		}
 	}()
 
-	node, nodeAddr, err := nodeFor(ctx, client, keys[0])
+	node, nodeAddr, err = nodeFor(ctx, client, keys[0])
 	if err != nil {
 		return Result{}, err
 	}
+	lost := func(doing string, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return lostError(nodeAddr, doing, pattern, err)
+	}
 	for _, s := range strats {
 		if err := s.prepare(ctx, node); err != nil {
+			if IsUnreachable(err) {
+				return Result{}, lost("preparing the "+s.label()+" strategy", err)
+			}
 			return Result{}, err
 		}
 	}
@@ -276,7 +306,7 @@ func Run(ctx context.Context, client redis.UniversalClient, opts Options) (res R
 	res = Result{
 		Kind: Kind, Version: Version,
 		RunID:         opts.RunID,
-		Keys:          fmt.Sprintf("race:{%s}:*", opts.RunID),
+		Keys:          pattern,
 		Concurrency:   opts.Concurrency,
 		Limit:         opts.Limit,
 		Trials:        opts.Trials,
@@ -296,10 +326,19 @@ func Run(ctx context.Context, client redis.UniversalClient, opts Options) (res R
 			if err != nil {
 				return Result{}, err
 			}
+			if err := callsError(s, tr, t, nodeAddr, pattern); err != nil {
+				return Result{}, err
+			}
 			if tr.final, err = s.final(ctx, client, key); err != nil {
+				if IsUnreachable(err) {
+					return Result{}, lost(fmt.Sprintf("reading %s after trial %d", key, t), err)
+				}
 				return Result{}, fmt.Errorf("read %s after the %s trial: %w", key, s.name(), err)
 			}
 			if err := client.Del(context.WithoutCancel(ctx), key).Err(); err != nil {
+				if IsUnreachable(err) {
+					return Result{}, lost("deleting "+key, err)
+				}
 				return Result{}, fmt.Errorf("delete %s: %w", key, err)
 			}
 			trials[i] = append(trials[i], tr)
@@ -520,6 +559,9 @@ func warmError(ctx context.Context, node *redis.Client, errs []error, full bool)
 	case strings.Contains(first.Error(), "too many open files"):
 		return exitcode.Usagef("opening %d connections to %s: too many open files; raise the limit with 'ulimit -n %d' or lower --concurrency", n, addr, 2*n+100)
 	}
+	if failed == n && IsUnreachable(first) {
+		return lostError(addr, fmt.Sprintf("opening %d connections", n), "", first)
+	}
 	hint := ""
 	if failed < n {
 		hint = "; if the server limits its clients (maxclients), lower --concurrency"
@@ -613,9 +655,6 @@ func judge(r *Result) {
 			if s.AtomicExpected && a > int(r.Limit) {
 				r.Failures = append(r.Failures, fmt.Sprintf("over-admission: %s admitted %d of %d with limit %d in trial %d", s.Label, a, r.Concurrency, r.Limit, t+1))
 			}
-			if s.AtomicExpected && s.Errors[t] == r.Concurrency {
-				r.Failures = append(r.Failures, fmt.Sprintf("every call of %s failed in trial %d: %s", s.Label, t+1, s.ErrorSample))
-			}
 		}
 		if errs := sum(s.Errors); errs > 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d of %d calls failed, e.g. %s", s.Label, errs, calls, s.ErrorSample))
@@ -655,4 +694,87 @@ func sum(xs []int) int {
 // because of its maxclients setting.
 func IsMaxClients(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "max number of clients reached")
+}
+
+// IsUnreachable reports whether err means the server could not be reached
+// or stopped answering: a refused, reset or broken connection, end of
+// file, an i/o timeout or a connection pool timeout. Error replies of the
+// server (OOM, NOPERM, a script error) are not.
+func IsUnreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, redis.ErrPoolTimeout) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) {
+		return true
+	}
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe)
+}
+
+// lostError is the exit-3 error for a server that could not be reached or
+// went away while the run was doing something; pattern, when not empty,
+// names keys of the run that may be left.
+func lostError(addr, doing, pattern string, err error) error {
+	hint := "check that it is up and run again"
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, redis.ErrPoolTimeout) {
+		hint = "check that it is up, or raise --redis-timeout if it is only slow, and run again"
+	}
+	if pattern != "" {
+		hint += fmt.Sprintf(" (the run's keys %s expire within an hour)", pattern)
+	}
+	return exitcode.UnreachableError(fmt.Errorf("redis at %s did not answer while %s: %w; %s", addr, doing, err, hint))
+}
+
+// callsError turns the failed calls of a trial into the run's error: exit
+// 3 when any call failed because the server could not be reached (the
+// trial says nothing about the limiter then), exit 2 when every call of a
+// user script failed (the script or its --args are wrong), exit 3 when the
+// server refused every call of a built-in strategy with an error reply (it
+// cannot serve the race: maxmemory, ACL, a replica). Other failed calls are
+// counted and noted in the report.
+func callsError(s strategy, tr trial, t int, addr, pattern string) error {
+	failed, unreachable := 0, 0
+	var first, firstLost error
+	for _, o := range tr.outcomes {
+		if o.err == nil {
+			continue
+		}
+		failed++
+		if first == nil {
+			first = o.err
+		}
+		if IsUnreachable(o.err) {
+			unreachable++
+			if firstLost == nil {
+				firstLost = o.err
+			}
+		}
+	}
+	n := len(tr.outcomes)
+	switch {
+	case unreachable > 0:
+		return lostError(addr, fmt.Sprintf("racing %s in trial %d (%d of %d calls failed)", s.label(), t, unreachable, n), pattern, firstLost)
+	case failed == 0 || failed < n:
+		return nil
+	case s.name() == User:
+		hint := "fix the script or its --args"
+		var rerr redis.Error
+		if !errors.As(first, &rerr) {
+			hint = "its reply must start with 1 (allowed) or 0 (refused)"
+		}
+		return exitcode.Usagef("--script %s failed on every call in trial %d: %v; %s", s.label(), t, first, hint)
+	default:
+		return exitcode.UnreachableError(fmt.Errorf("redis at %s refused every %s call in trial %d: %w; make sure the server accepts writes to %s (maxmemory, ACL, not a replica) and run again",
+			addr, s.label(), t, first, pattern))
+	}
 }

@@ -172,7 +172,6 @@ return {0, 0}`
 		{"placeholders", writeScript(t, checking, "{limit}", "req-{uuid}", "{now_ms}"), true, false, limit},
 		{"lua false refuses", writeScript(t, "return false"), true, false, 0},
 		{"boolean reply", writeScript(t, "return {redis.call('INCR', KEYS[1]) <= tonumber(ARGV[1])}", "{limit}"), true, false, limit},
-		{"bad reply", writeScript(t, "return {'maybe'}"), false, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,6 +201,26 @@ return {0, 0}`
 				t.Errorf("keys left: %v", left)
 			}
 		})
+	}
+}
+
+// TestRunUserScriptFailsEveryCall: a script whose every call fails is bad
+// input (exit 2), not an over-admission (exit 1).
+func TestRunUserScriptFailsEveryCall(t *testing.T) {
+	c := raceClient(t, redistest.Standalone(t).URL, 20)
+	for _, tt := range []struct{ src, want string }{
+		{"return {'maybe'}", "its reply must start with 1 (allowed) or 0 (refused)"},
+		{"return redis.error_reply('ERR broken')", "ERR broken; fix the script or its --args"},
+	} {
+		script := writeScript(t, tt.src)
+		res, err := Run(context.Background(), c, Options{Concurrency: 20, Limit: 5, Trials: 2, Strategies: []string{}, User: script, RunID: NewRunID()})
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "--script "+script.Label()+" failed on every call in trial 1") ||
+			!strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Run(%s) = %v (exit %d), want exit 2 naming the script and %q", tt.src, err, exitcode.Code(err), tt.want)
+		}
+		if left := runKeys(t, c, res.RunID); res.RunID != "" && len(left) > 0 {
+			t.Errorf("keys left: %v", left)
+		}
 	}
 }
 
@@ -257,12 +276,15 @@ func TestRunMaxClients(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
+		// noInfo connects as an ACL user that may not run INFO or CONFIG
+		// (as on many managed services; the sandbox itself needs INFO).
+		noInfo bool
 	}{
-		{"config readable", []string{"--maxclients", "40"}},
-		{"config disabled", []string{"--maxclients", "40", "--rename-command", "CONFIG", ""}},
+		{"config readable", []string{"--maxclients", "40"}, false},
+		{"config disabled", []string{"--maxclients", "40", "--rename-command", "CONFIG", ""}, false},
 		// No early check possible: the warm-up fails and the server is asked
 		// with a bare connection, which it refuses with its error line.
-		{"config and info disabled", []string{"--maxclients", "40", "--rename-command", "CONFIG", "", "--rename-command", "INFO", ""}},
+		{"config and info disabled", []string{"--maxclients", "40"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,7 +293,17 @@ func TestRunMaxClients(t *testing.T) {
 				t.Fatalf("start server: %v", err)
 			}
 			t.Cleanup(func() { _ = sb.Stop() })
-			c := raceClient(t, sb.URL, 100)
+			url := sb.URL
+			if tt.noInfo {
+				admin := redis.NewClient(&redis.Options{Addr: sb.Addrs[0]})
+				err := admin.Do(context.Background(), "ACL", "SETUSER", "racer", "on", ">pw", "~*", "&*", "+@all", "-info", "-config").Err()
+				_ = admin.Close()
+				if err != nil {
+					t.Fatalf("ACL SETUSER: %v", err)
+				}
+				url = "redis://racer:pw@" + sb.Addrs[0]
+			}
+			c := raceClient(t, url, 100)
 			_, err = Run(context.Background(), c, Options{Concurrency: 100, Limit: 5, Trials: 1, Strategies: []string{Incr}})
 			if err == nil {
 				t.Fatal("Run succeeded with 100 connections on a server with maxclients 40")
@@ -297,5 +329,148 @@ func TestRunNotReproduced(t *testing.T) {
 	}
 	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "not reproduced") || !strings.Contains(res.Notes[0], "--concurrency 5") {
 		t.Errorf("notes %q, want one saying the race was not reproduced at --concurrency 5", res.Notes)
+	}
+}
+
+// lostServer starts a dedicated standalone server (never the shared one:
+// these tests stop it) and returns it with a race client of n connections.
+func lostServer(t *testing.T, n int) (*sandbox.Sandbox, redis.UniversalClient) {
+	t.Helper()
+	redistest.Require(t)
+	sb, err := sandbox.Start(context.Background(), sandbox.Config{})
+	if err != nil {
+		t.Fatalf("start server: %v", err)
+	}
+	t.Cleanup(func() { _ = sb.Stop() })
+	return sb, raceClient(t, sb.URL, n)
+}
+
+// checkLost checks that err is the one-line exit-3 error naming addr.
+func checkLost(t *testing.T, err error, addr, doing string) {
+	t.Helper()
+	if exitcode.Code(err) != exitcode.Unreachable || !strings.Contains(err.Error(), "redis at "+addr+" ") ||
+		!strings.Contains(err.Error(), doing) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Run = %v (exit %d), want a one-line exit 3 naming %s and %q", err, exitcode.Code(err), addr, doing)
+	}
+}
+
+// TestRunServerLost stops a dedicated server before the run, between two
+// trials and in the middle of a trial: each time exit 3 naming the
+// server, never a failed verdict (exit 1).
+func TestRunServerLost(t *testing.T) {
+	t.Run("before the run", func(t *testing.T) {
+		for _, strategies := range [][]string{{Naive}, {Incr, Script}} {
+			sb, c := lostServer(t, 20)
+			if err := sb.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Run(context.Background(), c, Options{Concurrency: 20, Limit: 5, Trials: 2, Strategies: strategies})
+			t.Logf("Run(%v): %v", strategies, err)
+			if exitcode.Code(err) != exitcode.Unreachable || !strings.Contains(err.Error(), sb.Addrs[0]) {
+				t.Errorf("Run(%v) on a stopped server = %v (exit %d), want exit 3 naming %s", strategies, err, exitcode.Code(err), sb.Addrs[0])
+			}
+		}
+	})
+	t.Run("between trials", func(t *testing.T) {
+		sb, c := lostServer(t, 20)
+		opts := Options{Concurrency: 20, Limit: 5, Trials: 3, Strategies: []string{Incr, Script}}
+		opts.Progress = func(done, _ int) {
+			if done == 1 {
+				if err := sb.Stop(); err != nil {
+					t.Errorf("stop: %v", err)
+				}
+			}
+		}
+		_, err := Run(context.Background(), c, opts)
+		t.Logf("Run: %v", err)
+		if exitcode.Code(err) != exitcode.Unreachable || !strings.Contains(err.Error(), sb.Addrs[0]) {
+			t.Fatalf("Run = %v (exit %d), want exit 3 naming %s", err, exitcode.Code(err), sb.Addrs[0])
+		}
+	})
+	t.Run("during a trial", func(t *testing.T) {
+		const n = 40
+		sb, c := lostServer(t, n)
+		node := c.(*redis.Client)
+		// One command first, as Run does (checkMaxClients): the client's
+		// first handshake settles its options before the concurrent dials.
+		if err := node.Ping(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// The first goroutine through the barrier stops the server before
+		// its own call; the others race on and lose their connections.
+		s := &stopper{strategy: &getSet{limit: 5}, stop: func() { _ = sb.Stop() }}
+		opts := Options{Concurrency: n, Limit: 5, Trials: 1, WarmParallel: 8}
+		key := Key(NewRunID(), Naive, 1)
+		tr, err := runTrial(context.Background(), node, s, key, opts)
+		if err != nil {
+			t.Fatalf("runTrial: %v", err)
+		}
+		err = callsError(s, tr, 1, node.Options().Addr, "race:{x}:*")
+		t.Logf("callsError: %v", err)
+		checkLost(t, err, sb.Addrs[0], "did not answer while racing naive GET+SET in trial 1")
+		failed := 0
+		for _, o := range tr.outcomes {
+			if o.err != nil {
+				failed++
+			}
+		}
+		if failed == 0 {
+			t.Errorf("no call failed after the server stopped")
+		}
+	})
+}
+
+// stopper wraps a strategy: the first call runs stop before its own.
+type stopper struct {
+	strategy
+	once sync.Once
+	stop func()
+}
+
+func (s *stopper) call(ctx context.Context, c *redis.Conn, key string, i int) outcome {
+	s.once.Do(s.stop)
+	return s.strategy.call(ctx, c, key, i)
+}
+
+// TestTokenBucketTTL: the script strategy's key expires within KeyTTL, like
+// every other key of a run, and the bucket admits exactly its capacity
+// (nothing refills, whatever the limit).
+func TestTokenBucketTTL(t *testing.T) {
+	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Embedded(t)} {
+		for _, limit := range []int64{1, 10, 1_000_000_000} {
+			t.Run(fmt.Sprintf("%s/limit %d", tg.Name, limit), func(t *testing.T) {
+				ctx := context.Background()
+				node := tg.Client.(*redis.Client)
+				key := redistest.Key(t, "tb")
+				redistest.Cleanup(t, node, key)
+				s := &tokenBucket{limit: limit}
+				if err := s.prepare(ctx, node); err != nil {
+					t.Fatalf("prepare: %v", err)
+				}
+				conn := node.Conn()
+				defer conn.Close()
+				calls := min(limit, 12) + 3
+				admitted := int64(0)
+				for i := range calls {
+					o := s.call(ctx, conn, key, int(i))
+					if o.err != nil {
+						t.Fatalf("call %d: %v", i+1, o.err)
+					}
+					if o.admitted {
+						admitted++
+					}
+					ttl, err := node.PTTL(ctx, key).Result()
+					if err != nil {
+						t.Fatalf("PTTL %s: %v", key, err)
+					}
+					if ttl <= 0 || ttl > KeyTTL {
+						t.Fatalf("after call %d the key's TTL is %v, want within %v", i+1, ttl, KeyTTL)
+					}
+				}
+				if want := min(limit, calls); admitted != want {
+					t.Errorf("admitted %d of %d calls with limit %d, want %d", admitted, calls, limit, want)
+				}
+			})
+		}
 	}
 }

@@ -212,15 +212,22 @@ func (s *incr) call(ctx context.Context, c *redis.Conn, key string, _ int) outco
 	return o
 }
 
-// slowRefill is the token bucket's refill rate in the race: one token a
-// day, so no token comes back during a trial.
-var slowRefill = rate.Rate{Count: 1, Per: 24 * time.Hour}
+// refillPer is the time in which the race's token bucket would refill
+// completely: a little under KeyTTL, so the TTL the script sets on every
+// write (the time until the bucket is full again, plus a second) stays
+// within KeyTTL like every other key of the run.
+const refillPer = KeyTTL - 2*time.Second
 
-// tokenBucket is the project's token bucket script with capacity = limit
-// and a refill too slow to matter during a trial.
+// tokenBucket is the project's token bucket script with capacity = limit.
+// Every call of a run passes the same now_ms (the script's optional clock
+// argument, read when the run prepares), so no time passes for the bucket
+// and nothing refills during a trial, however long it takes or whatever
+// the limit; the refill rate, limit tokens per refillPer, only bounds the
+// key's TTL.
 type tokenBucket struct {
 	limit   int64
 	limiter *eval.Limiter
+	nowMs   int64
 }
 
 func (*tokenBucket) name() string  { return Script }
@@ -228,11 +235,12 @@ func (*tokenBucket) label() string { return "Lua script" }
 func (*tokenBucket) atomic() bool  { return true }
 
 func (s *tokenBucket) prepare(ctx context.Context, node *redis.Client) error {
-	l, err := eval.NewLimiter(eval.Params{Algo: eval.TokenBucket, Capacity: s.limit, Rate: slowRefill, Cost: 1})
+	refill := rate.Rate{Count: float64(s.limit), Per: refillPer}
+	l, err := eval.NewLimiter(eval.Params{Algo: eval.TokenBucket, Capacity: s.limit, Rate: refill, Cost: 1})
 	if err != nil {
 		return err
 	}
-	s.limiter = l
+	s.limiter, s.nowMs = l, time.Now().UnixMilli()
 	// Loaded before the barrier, so every call is one EVALSHA that hits.
 	if err := redis.NewScript(l.Script().Source).Load(ctx, node).Err(); err != nil {
 		return fmt.Errorf("load the token bucket script: %w", err)
@@ -241,7 +249,7 @@ func (s *tokenBucket) prepare(ctx context.Context, node *redis.Client) error {
 }
 
 func (s *tokenBucket) call(ctx context.Context, c *redis.Conn, key string, _ int) outcome {
-	d, err := s.limiter.Allow(ctx, c, key, 0)
+	d, err := s.limiter.Allow(ctx, c, key, s.nowMs)
 	if err != nil {
 		return outcome{err: err}
 	}

@@ -1,12 +1,20 @@
 package race
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 )
@@ -27,6 +35,10 @@ func TestValidate(t *testing.T) {
 		{"zero trials", func(o *Options) { o.Trials = 0 }, "--trials"},
 		{"unknown strategy", func(o *Options) { o.Strategies = []string{"naive", "lock"} }, `unknown strategy "lock"`},
 		{"no strategy at all", func(o *Options) { o.Strategies = []string{} }, "no strategy"},
+		// --strategies ' ' and --strategies , parse to blank names.
+		{"blank strategy", func(o *Options) { o.Strategies = []string{" "} }, "no strategy"},
+		{"only commas", func(o *Options) { o.Strategies = []string{"", ""} }, "no strategy"},
+		{"blank strategy with a user script", func(o *Options) { o.Strategies = []string{" "}; o.User = &UserScript{Path: "x.lua"} }, ""},
 		{"only a user script", func(o *Options) { o.Strategies = []string{}; o.User = &UserScript{Path: "x.lua"} }, ""},
 		{"negative watch attempts", func(o *Options) { o.WatchAttempts = -1 }, "--watch-attempts"},
 	}
@@ -253,5 +265,81 @@ func TestJudge(t *testing.T) {
 	}
 	if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "not reproduced at this concurrency") {
 		t.Errorf("notes %q, want the not-reproduced note", r.Notes)
+	}
+}
+
+// replyError is an error reply of the server, as go-redis returns it.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+var _ redis.Error = replyError("")
+
+func TestIsUnreachable(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: &os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"eof", io.EOF, true},
+		{"wrapped eof", fmt.Errorf("run token-bucket script on k: %w", io.EOF), true},
+		{"connection refused", refused, true},
+		{"connection reset", fmt.Errorf("x: %w", reset), true},
+		{"broken pipe", syscall.EPIPE, true},
+		{"i/o timeout", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, true},
+		{"pool timeout", redis.ErrPoolTimeout, true},
+		{"cancelled", context.Canceled, false},
+		{"server error reply", replyError("OOM command not allowed when used memory > 'maxmemory'"), false},
+		{"script reply", errors.New("script replied [maybe]: the first element must be 1 (allowed) or 0 (refused)"), false},
+	}
+	for _, tt := range tests {
+		if got := IsUnreachable(tt.err); got != tt.want {
+			t.Errorf("IsUnreachable(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestCallsError(t *testing.T) {
+	const addr, pattern = "127.0.0.1:7101", "race:{abc}:*"
+	oom := replyError("OOM command not allowed")
+	outs := func(n int, errs ...error) trial {
+		tr := trial{outcomes: make([]outcome, n)}
+		for i, e := range errs {
+			tr.outcomes[i].err = e
+		}
+		return tr
+	}
+	user := newUserStrategy(&UserScript{Path: "/x/mine.lua"}, 10)
+	tests := []struct {
+		name string
+		s    strategy
+		tr   trial
+		code int    // 0: no error
+		want string // in the message
+	}{
+		{"all fine", &incr{}, outs(4), 0, ""},
+		{"some server errors are only noted", &incr{}, outs(4, oom, oom), 0, ""},
+		{"one lost call", &getSet{}, outs(4, nil, io.EOF), exitcode.Unreachable,
+			"redis at 127.0.0.1:7101 did not answer while racing naive GET+SET in trial 2 (1 of 4 calls failed): EOF"},
+		{"timeout", &incr{}, outs(2, redis.ErrPoolTimeout, redis.ErrPoolTimeout), exitcode.Unreachable, "raise --redis-timeout"},
+		{"server refuses every call", &incr{}, outs(2, oom, oom), exitcode.Unreachable, "redis at 127.0.0.1:7101 refused every INCR call in trial 2: OOM"},
+		{"user script fails every call", user, outs(2, errors.New("script replied [maybe]"), errors.New("script replied [maybe]")), exitcode.Usage,
+			"--script mine.lua failed on every call in trial 2: script replied [maybe]; its reply must start with 1"},
+		{"user script errors every call", user, outs(1, oom), exitcode.Usage, "fix the script or its --args"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := callsError(tt.s, tt.tr, 2, addr, pattern)
+			if exitcode.Code(err) != tt.code || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("callsError = %v (exit %d), want exit %d with %q", err, exitcode.Code(err), tt.code, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "\n") {
+				t.Errorf("callsError = %q, want one line", err)
+			}
+		})
 	}
 }

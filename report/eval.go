@@ -20,7 +20,7 @@ func EvalText(w io.Writer, res eval.Result, o Options) error {
 	b.WriteString(st.Title.Render(evalTitle(res)) + "\n")
 	via := "EVALSHA (EVAL on NOSCRIPT)"
 	if res.Script.Via == "fcall" {
-		via = "FCALL " + res.Script.Function + " (FUNCTION LOAD REPLACE)"
+		via = "FCALL " + res.Script.Function + " (FUNCTION LOAD)"
 	}
 	b.WriteString(st.Dim.Render(fmt.Sprintf("script %s sha1 %s via %s", res.Script.Name, short(res.Script.SHA1), via)) + "\n")
 	if res.Algo == "script" {

@@ -2,54 +2,12 @@ package report
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
-
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files in testdata")
-	}
-}
-
-// evalGolden compares got with testdata/name, or rewrites it with -update,
-// showing the first differing line.
-func evalGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file: %v (run go test ./report -update)", err)
-	}
-	if bytes.Equal(got, want) {
-		return
-	}
-	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := range max(len(g), len(w)) {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			t.Fatalf("%s differs at line %d:\n got: %q\nwant: %q\n(run go test ./report -update if the change is intended)", name, i+1, gl, wl)
-		}
-	}
-}
 
 var evalServer = redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "cluster", Primaries: 3, Addr: "redis://127.0.0.1:7101"}
 
@@ -137,7 +95,7 @@ func TestEvalText(t *testing.T) {
 			if err := EvalText(&b, tt.res, Options{}); err != nil {
 				t.Fatal(err)
 			}
-			evalGolden(t, tt.name+".txt.golden", b.Bytes())
+			golden(t, tt.name+".txt.golden", b.Bytes())
 			if strings.Contains(b.String(), "\x1b[") {
 				t.Error("plain output contains ANSI escapes")
 			}
@@ -145,7 +103,7 @@ func TestEvalText(t *testing.T) {
 			if err := JSON(&j, tt.res); err != nil {
 				t.Fatal(err)
 			}
-			evalGolden(t, tt.name+".json.golden", j.Bytes())
+			golden(t, tt.name+".json.golden", j.Bytes())
 		})
 	}
 }
@@ -165,12 +123,12 @@ func TestEvalSimulateText(t *testing.T) {
 	if err := EvalSimulateText(&b, simulateResult(), Options{}); err != nil {
 		t.Fatal(err)
 	}
-	evalGolden(t, "eval_simulate.txt.golden", b.Bytes())
+	golden(t, "eval_simulate.txt.golden", b.Bytes())
 	var j bytes.Buffer
 	if err := JSON(&j, simulateResult()); err != nil {
 		t.Fatal(err)
 	}
-	evalGolden(t, "eval_simulate.json.golden", j.Bytes())
+	golden(t, "eval_simulate.json.golden", j.Bytes())
 }
 
 func TestEvalScriptsText(t *testing.T) {
@@ -182,5 +140,5 @@ func TestEvalScriptsText(t *testing.T) {
 	if err := EvalScriptsText(&b, c, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	evalGolden(t, "eval_scripts.txt.golden", b.Bytes())
+	golden(t, "eval_scripts.txt.golden", b.Bytes())
 }

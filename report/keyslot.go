@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"strconv"
@@ -30,23 +29,6 @@ func ksHashed(tag string, tagged bool) string {
 	return "whole key"
 }
 
-// ksPlural writes "1 finding", "2 findings".
-func ksPlural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
-// pct prints a share as a percentage, with more digits below 1%.
-func pct(f float64) string {
-	digits := 1
-	if f > 0 && f < 0.01 {
-		digits = 3
-	}
-	return strconv.FormatFloat(f*100, 'f', digits, 64) + "%"
-}
-
 // KeyslotText renders a keyslot result as text: the server (or that slots
 // were computed offline), the keys with their slots and nodes, the groups,
 // the linted scripts, the spread, the split and the verdict.
@@ -66,7 +48,7 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 		for _, sh := range t.Shards {
 			reps += len(sh.Replicas)
 		}
-		fmt.Fprintf(&b, "%s\n", st.Dim.Render(fmt.Sprintf("nodes from %s: %s, %s", t.Source, ksPlural(len(t.Shards), "primary", "primaries"), ksPlural(reps, "replica", "replicas"))))
+		fmt.Fprintf(&b, "%s\n", st.Dim.Render(fmt.Sprintf("nodes from %s: %s, %s", t.Source, countNoun(len(t.Shards), "primary", "primaries"), countNoun(reps, "replica", "replicas"))))
 		if u := t.Uncovered(); u > 0 {
 			b.WriteString(st.Warn.Render(fmt.Sprintf("warning: %d slots are served by no node", u)) + "\n")
 		}
@@ -108,7 +90,7 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 	}
 	if v := res.Verify; v != nil {
 		fmt.Fprintf(&b, "\n%s  %s checked with CLUSTER KEYSLOT, %s\n",
-			st.Verdict(v.Mismatches == 0), ksPlural(v.Checked, "key", "keys"), ksPlural(v.Mismatches, "mismatch", "mismatches"))
+			st.Verdict(v.Mismatches == 0), countNoun(v.Checked, "key", "keys"), countNoun(v.Mismatches, "mismatch", "mismatches"))
 	}
 	if len(res.Groups) > 0 {
 		b.WriteString("\n" + st.Title.Render("Groups (keys used together must share a slot)") + "\n")
@@ -136,10 +118,10 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 		b.WriteString("\n" + st.Title.Render("Scripts (key arguments must come from KEYS)") + "\n")
 		for _, s := range res.Scripts {
 			if len(s.Findings) == 0 {
-				fmt.Fprintf(&b, "%s  %s  %s\n", st.Verdict(true), s.File, ksPlural(s.Calls, "redis call", "redis calls"))
+				fmt.Fprintf(&b, "%s  %s  %s\n", st.Verdict(true), s.File, countNoun(s.Calls, "redis call", "redis calls"))
 				continue
 			}
-			fmt.Fprintf(&b, "%s  %s  %s in %s\n", st.Verdict(false), s.File, ksPlural(len(s.Findings), "finding", "findings"), ksPlural(s.Calls, "redis call", "redis calls"))
+			fmt.Fprintf(&b, "%s  %s  %s in %s\n", st.Verdict(false), s.File, countNoun(len(s.Findings), "finding", "findings"), countNoun(s.Calls, "redis call", "redis calls"))
 			for _, f := range s.Findings {
 				fmt.Fprintf(&b, "      %s:%d: %s\n", f.File, f.Line, f.Message())
 			}
@@ -198,97 +180,6 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-type ksJUnitSuites struct {
-	XMLName  xml.Name       `xml:"testsuites"`
-	Name     string         `xml:"name,attr"`
-	Tests    int            `xml:"tests,attr"`
-	Failures int            `xml:"failures,attr"`
-	Suites   []ksJUnitSuite `xml:"testsuite"`
-}
-
-type ksJUnitSuite struct {
-	Name     string        `xml:"name,attr"`
-	Tests    int           `xml:"tests,attr"`
-	Failures int           `xml:"failures,attr"`
-	Cases    []ksJUnitCase `xml:"testcase"`
-}
-
-type ksJUnitCase struct {
-	Classname string          `xml:"classname,attr"`
-	Name      string          `xml:"name,attr"`
-	File      string          `xml:"file,attr,omitempty"`
-	Line      int             `xml:"line,attr,omitempty"`
-	Failure   *ksJUnitFailure `xml:"failure,omitempty"`
-}
-
-type ksJUnitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
-// KeyslotJUnit renders a keyslot result as JUnit XML: one testcase per
-// group and per linted script, and one for --verify when it ran.
-func KeyslotJUnit(w io.Writer, res cluster.Result) error {
-	suite := ksJUnitSuite{Name: "ratelimit keyslot", Cases: []ksJUnitCase{}}
-	for _, g := range res.Groups {
-		c := ksJUnitCase{Classname: "keyslot.groups", Name: ksKeys(g.Keys), File: g.File, Line: g.Line}
-		if g.Crossslot {
-			var d strings.Builder
-			for _, sk := range g.BySlot {
-				fmt.Fprintf(&d, "slot %d: %s\n", sk.Slot, ksKeys(sk.Keys))
-			}
-			fmt.Fprintf(&d, "fix: %s\n", g.Fix)
-			c.Failure = &ksJUnitFailure{Type: "CROSSSLOT", Text: d.String(),
-				Message: fmt.Sprintf("CROSSSLOT: keys used together span %d slots %v", len(g.Slots), g.Slots)}
-		}
-		suite.Cases = append(suite.Cases, c)
-	}
-	for _, s := range res.Scripts {
-		c := ksJUnitCase{Classname: "keyslot.scripts", Name: s.File, File: s.File}
-		if len(s.Findings) > 0 {
-			var d strings.Builder
-			for _, f := range s.Findings {
-				fmt.Fprintf(&d, "%s:%d: %s\n", f.File, f.Line, f.Message())
-			}
-			c.Failure = &ksJUnitFailure{Type: "lint", Text: d.String(),
-				Message: fmt.Sprintf("%d key arguments do not come from KEYS", len(s.Findings))}
-		}
-		suite.Cases = append(suite.Cases, c)
-	}
-	if v := res.Verify; v != nil {
-		c := ksJUnitCase{Classname: "keyslot.verify", Name: fmt.Sprintf("CLUSTER KEYSLOT agrees for %d keys", v.Checked)}
-		if v.Mismatches > 0 {
-			var d strings.Builder
-			for _, k := range res.Keys {
-				if k.ServerSlot != nil && *k.ServerSlot != k.Slot {
-					fmt.Fprintf(&d, "%s: offline %d, server %d\n", ksKey(k.Key), k.Slot, *k.ServerSlot)
-				}
-			}
-			c.Failure = &ksJUnitFailure{Type: "mismatch", Text: d.String(),
-				Message: fmt.Sprintf("%d of %d keys differ", v.Mismatches, v.Checked)}
-		}
-		suite.Cases = append(suite.Cases, c)
-	}
-	for _, c := range suite.Cases {
-		suite.Tests++
-		if c.Failure != nil {
-			suite.Failures++
-		}
-	}
-	doc := ksJUnitSuites{Name: "ratelimit", Tests: suite.Tests, Failures: suite.Failures, Suites: []ksJUnitSuite{suite}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return fmt.Errorf("encode junit: %w", err)
-	}
-	_, err := io.WriteString(w, "\n")
 	return err
 }
 

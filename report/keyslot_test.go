@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,55 +14,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
-
-// The -update flag may be declared by another renderer's tests too; only
-// declare it when nobody has.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files in testdata")
-	}
-}
-
-func ksUpdating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if ksUpdating() {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file: %v (run go test ./report -update)", err)
-	}
-	if bytes.Equal(got, want) {
-		return
-	}
-	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := 0; i < max(len(g), len(w)); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			t.Fatalf("%s differs from the golden file at line %d:\n got: %q\nwant: %q\n(run go test ./report -update if the change is intended)",
-				name, i+1, gl, wl)
-		}
-	}
-}
 
 func ksOfflineResult(t *testing.T) cluster.Result {
 	t.Helper()
@@ -162,7 +110,7 @@ func TestKeyslotGolden(t *testing.T) {
 			if back.Kind != "keyslot" || back.Version != 1 || back.Verdict != res.Verdict || len(back.Keys) != len(res.Keys) {
 				t.Errorf("json read back: kind %q version %d verdict %q keys %d", back.Kind, back.Version, back.Verdict, len(back.Keys))
 			}
-			var suites ksJUnitSuites
+			var suites junitSuites
 			if err := xml.Unmarshal(ju.Bytes(), &suites); err != nil {
 				t.Fatalf("junit does not parse: %v", err)
 			}

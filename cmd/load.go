@@ -1,0 +1,235 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/report"
+)
+
+type loadOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	Target          string
+	Rate            rate.Rate
+	Duration        time.Duration
+	Method          string
+	Headers         []string
+	Body            string
+	Identities      int
+	IdentityHeader  string
+	ExpectStatus    string
+	MaxFailed       string
+	PreAllocatedVUs int // 0: default (flag not given)
+	MaxVUs          int // 0: default (flag not given)
+	Timeout         time.Duration
+	Out             string
+	Expect          string
+}
+
+func newLoadCmd(f *Factory, run func(*loadOptions) error) *cobra.Command {
+	opts := &loadOptions{f: f}
+	c := &cobra.Command{
+		Use:   "load",
+		Short: "Load an HTTP target at a constant arrival rate and judge its rate limiter",
+		Long: `Send requests to an HTTP target at a constant arrival rate (open model, like
+k6's constant-arrival-rate): iteration i is due at start + i/rate, whatever the
+target does. Virtual users (--pre-allocated-vus, up to --max-vus) run the
+iterations; one that falls due with no idle VU is dropped and counted, never
+fired late in a burst. Latency is measured from the send and from the due time.
+
+Every response's RateLimit, RateLimit-Policy, Retry-After and Cache-Control
+headers are checked. With --expect, the admitted count is compared with what
+the limiter's arithmetic admits for the arrivals actually sent (one limiter per
+identity), within a tolerance derived from the rate and the observed latency.
+
+The target is --target, else $RATELIMIT_TARGET.
+Exit codes: 0 pass, 1 a threshold or the verdict failed (or Ctrl-C), 2 bad
+input, 3 the target is unreachable (the connection check before the clock
+starts fails, or every request fails to connect).
+
+Output (-o): text, json (--out FILE saves it for 'ratelimit report'), markdown
+(GitHub-flavoured tables for "$GITHUB_STEP_SUMMARY") or junit (one testcase
+per threshold, header check and verdict).`,
+		Example: `  # against 'ratelimit serve --capacity 10 --rate 5/s'
+  ratelimit load --target http://127.0.0.1:8011/hello --rate 20/s --duration 30s \
+    --expect token-bucket:burst=10,rate=5/s
+
+  # read the policy from RateLimit-Policy and say which reading fits
+  RATELIMIT_TARGET=http://127.0.0.1:8011/hello ratelimit load --rate 20/s --expect auto
+
+  # ten API keys, a POST body, JSON for 'ratelimit report'
+  ratelimit load --target https://api.example.test/v1/items -X POST \
+    -H 'Content-Type: application/json' --body @item.json \
+    --identities 10 --identity-header X-API-Key --rate 300/m --duration 2m --out run.json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts.ctx = c.Context()
+			if !c.Flags().Changed("pre-allocated-vus") {
+				opts.PreAllocatedVUs = 0
+			}
+			if !c.Flags().Changed("max-vus") {
+				opts.MaxVUs = 0
+			}
+			if run != nil {
+				return run(opts)
+			}
+			return runLoad(opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&opts.Target, "target", "", "URL to load (default $RATELIMIT_TARGET)")
+	fl.Var(&opts.Rate, "rate", "arrival rate: 20/s, 300/m, 5/100ms (required)")
+	fl.DurationVar(&opts.Duration, "duration", 30*time.Second, "how long iterations fall due")
+	fl.StringVarP(&opts.Method, "method", "X", "GET", "HTTP method")
+	fl.StringArrayVarP(&opts.Headers, "header", "H", nil, "request header 'Name: value' (repeatable)")
+	fl.StringVar(&opts.Body, "body", "", "request body; @FILE reads it from a file")
+	fl.IntVar(&opts.Identities, "identities", 1, "spread requests round-robin over N API keys load-<run>-<n> (0: send none)")
+	fl.StringVar(&opts.IdentityHeader, "identity-header", load.DefaultIdentityHeader, "header that carries the API key")
+	fl.StringVar(&opts.ExpectStatus, "expect-status", "200,429", "statuses that are not failures (e.g. 200,429 or 2xx,429)")
+	fl.StringVar(&opts.MaxFailed, "max-failed", "1%", "threshold: most failed requests allowed (unexpected status or transport error)")
+	fl.IntVar(&opts.PreAllocatedVUs, "pre-allocated-vus", load.DefaultPreAllocatedVUs, "VUs started before the clock (default 10, at most --max-vus)")
+	fl.IntVar(&opts.MaxVUs, "max-vus", load.DefaultMaxVUs, "most VUs; an iteration due with none idle beyond this is dropped (default 100, at least --pre-allocated-vus)")
+	fl.DurationVar(&opts.Timeout, "timeout", load.DefaultTimeout, "timeout of each request")
+	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report')")
+	fl.StringVar(&opts.Expect, "expect", "", "judge the admitted count: token-bucket:burst=N,rate=R, sliding-window:limit=N,window=D, fixed-window:limit=N,window=D, gcra:rate=R,burst=N, or auto")
+	return c
+}
+
+func runLoad(opts *loadOptions) error {
+	f := opts.f
+	format, err := f.Format("text", "json", "markdown", "junit")
+	if err != nil {
+		return err
+	}
+	o, err := opts.loadOptions()
+	if err != nil {
+		return err
+	}
+	var stop func()
+	if f.IO.ErrTTY {
+		o.Live = &load.Live{}
+		stop = load.Progress(f.IO.ErrOut, o.Live, o.Duration)
+	}
+	res, err := load.Run(opts.ctx, o)
+	if stop != nil {
+		stop()
+	}
+	if err != nil {
+		return err
+	}
+	if err := report.Render(f.IO.Out, format, res, f.ReportOptions()); err != nil {
+		return err
+	}
+	if opts.Out != "" {
+		if err := loadWriteOut(opts.Out, res); err != nil {
+			return err
+		}
+	}
+	return loadOutcome(res)
+}
+
+// loadOutcome maps a finished run to its exit: interrupted (1), unreachable
+// (3), failed thresholds or verdict (1), else nil.
+func loadOutcome(res *load.Result) error {
+	if res.Interrupted {
+		return fmt.Errorf("load stopped after %.1fs: %w", res.ElapsedS, context.Canceled)
+	}
+	if res.Responses == 0 && res.Completed > 0 {
+		connect := true
+		for kind := range res.Errors {
+			if kind != "interrupted" && !load.ConnectKinds[kind] {
+				connect = false
+			}
+		}
+		if connect {
+			return exitcode.Unreachablef("target %s refused or could not be reached for all %d requests; start it or check --target", res.Target, res.Completed)
+		}
+	}
+	if res.Verdict == "fail" {
+		return exitcode.Failf("load: %s", strings.Join(res.VerdictMessages, "; "))
+	}
+	return nil
+}
+
+// loadOptions turns the flags into load.Options; every error is exit 2.
+func (opts *loadOptions) loadOptions() (load.Options, error) {
+	f := opts.f
+	target := opts.Target
+	if target == "" {
+		target = f.Getenv("RATELIMIT_TARGET")
+	}
+	if err := load.ValidateTarget(target); err != nil {
+		return load.Options{}, err
+	}
+	if opts.Rate.IsZero() {
+		return load.Options{}, exitcode.Usagef("--rate is required, e.g. --rate 20/s")
+	}
+	headers, err := load.ParseHeaders(opts.Headers)
+	if err != nil {
+		return load.Options{}, err
+	}
+	var body []byte
+	if name, ok := strings.CutPrefix(opts.Body, "@"); ok {
+		body, err = os.ReadFile(name)
+		if err != nil {
+			return load.Options{}, exitcode.Usagef("--body @%s: %v", name, errors.Unwrap(err))
+		}
+	} else if opts.Body != "" {
+		body = []byte(opts.Body)
+	}
+	statuses, err := load.ParseStatuses(opts.ExpectStatus)
+	if err != nil {
+		return load.Options{}, err
+	}
+	maxFailed, err := load.ParsePercent(opts.MaxFailed)
+	if err != nil {
+		return load.Options{}, err
+	}
+	var expect *load.Expectation
+	if opts.Expect != "" {
+		if expect, err = load.ParseExpect(opts.Expect); err != nil {
+			return load.Options{}, err
+		}
+	}
+	if opts.Timeout <= 0 {
+		return load.Options{}, exitcode.Usagef("--timeout must be positive, e.g. 10s")
+	}
+	if opts.Identities > 0 && strings.TrimSpace(opts.IdentityHeader) == "" {
+		return load.Options{}, exitcode.Usagef("--identity-header is empty; name the header that carries the API key")
+	}
+	return load.Options{
+		Target: target, Method: strings.ToUpper(opts.Method), Headers: headers, Body: body,
+		Rate: opts.Rate, Duration: opts.Duration,
+		PreAllocatedVUs: opts.PreAllocatedVUs, MaxVUs: opts.MaxVUs, Timeout: opts.Timeout,
+		Identities: opts.Identities, IdentityHeader: opts.IdentityHeader, RunID: uuid.NewString()[:8],
+		ExpectStatus: statuses, MaxFailed: maxFailed, Expect: expect,
+		Now: f.Now,
+	}, nil
+}
+
+func loadWriteOut(path string, doc any) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := report.JSON(fh, doc); err != nil {
+		fh.Close()
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	return nil
+}

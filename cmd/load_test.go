@@ -1,0 +1,278 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/eval/model"
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/redistest"
+	"github.com/ratelimit-dev/ratelimit/serve"
+)
+
+// loadBucketTarget is an HTTP target limiting each X-API-Key with a token
+// bucket of 10 at 5/s (the eval/model twin), answering with serve's headers.
+func loadBucketTarget(t *testing.T) *httptest.Server {
+	t.Helper()
+	var mu sync.Mutex
+	buckets := map[string]model.Limiter{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("X-API-Key")
+		mu.Lock()
+		b := buckets[key]
+		if b == nil {
+			b = model.NewTokenBucket(10, 5)
+			buckets[key] = b
+		}
+		d := b.Allow(time.Now().UnixMilli(), 1)
+		mu.Unlock()
+		_ = header.Set(w.Header(), []header.Policy{{Name: "default", Quota: 10, Window: 2}},
+			[]header.Limit{{Name: "default", Remaining: d.Remaining, Reset: (d.ResetMs + 999) / 1000}})
+		if !d.Allowed {
+			w.Header().Set("Retry-After", header.FormatRetryAfterMs(d.RetryMs))
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestLoadFlags(t *testing.T) {
+	tf := newTestFactory(t)
+	var got *loadOptions
+	c := newLoadCmd(tf.Factory, func(o *loadOptions) error { got = o; return nil })
+	c.SetArgs([]string{"--target", "http://x.test/", "--rate", "5/100ms", "--duration", "3s", "-X", "post",
+		"-H", "A: 1", "-H", "B: 2", "--body", "@f.json", "--identities", "4", "--identity-header", "X-Key",
+		"--expect-status", "2xx,429", "--max-failed", "0.5%", "--max-vus", "7", "--timeout", "2s",
+		"--out", "o.json", "--expect", "auto"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Target != "http://x.test/" || got.Rate.String() != "5/100ms" || got.Duration != 3*time.Second ||
+		got.Method != "post" || len(got.Headers) != 2 || got.Body != "@f.json" || got.Identities != 4 ||
+		got.IdentityHeader != "X-Key" || got.ExpectStatus != "2xx,429" || got.MaxFailed != "0.5%" ||
+		got.MaxVUs != 7 || got.PreAllocatedVUs != 0 || got.Timeout != 2*time.Second || got.Out != "o.json" || got.Expect != "auto" {
+		t.Errorf("options %+v", got)
+	}
+	o, err := got.loadOptions()
+	if err == nil {
+		t.Errorf("loadOptions with a missing body file = %+v, want an error", o)
+	} else if exitcode.Code(err) != exitcode.Usage {
+		t.Errorf("missing body file: exit %d, want 2: %v", exitcode.Code(err), err)
+	}
+}
+
+func TestLoadCommandText(t *testing.T) {
+	srv := loadBucketTarget(t)
+	tf := newTestFactory(t)
+	tf.Env["RATELIMIT_TARGET"] = srv.URL + "/hello"
+	code := tf.execute(t, "load", "--rate", "20/s", "--duration", "2s", "--expect", "token-bucket:burst=10,rate=5/s")
+	out := tf.Out.String()
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, tf.ErrOut.String())
+	}
+	for _, want := range []string{"target: GET " + srv.URL + "/hello", "40 sent of 40 planned, 0 dropped",
+		"expected 19 (token bucket 10 + 5/s over 1.95 s) ±", ": pass", "RateLimit-Policy    40 (100.0%)", "PASS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if tf.ErrOut.Len() != 0 {
+		t.Errorf("stderr not empty without a terminal: %q", tf.ErrOut.String())
+	}
+}
+
+func TestLoadCommandJSONAndOut(t *testing.T) {
+	srv := loadBucketTarget(t)
+	tf := newTestFactory(t)
+	out := filepath.Join(t.TempDir(), "run.json")
+	code := tf.execute(t, "load", "-o", "json", "--target", srv.URL, "--rate", "20/s", "--duration", "1s",
+		"--identities", "2", "--expect", "auto", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
+	}
+	var doc load.Result
+	if err := json.Unmarshal(tf.Out.Bytes(), &doc); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, tf.Out.String())
+	}
+	// Two fresh identities at 10/s each: the whole 1 s fits in two bursts of 10.
+	if doc.Kind != "load" || doc.Version != 1 || doc.Sent != 20 || doc.Status["200"] != 20 || doc.Verdict != "pass" {
+		t.Errorf("document: kind %q sent %d status %v verdict %q", doc.Kind, doc.Sent, doc.Status, doc.Verdict)
+	}
+	if !doc.StartedAt.Equal(testNow) {
+		t.Errorf("started_at %v, want the factory clock %v", doc.StartedAt, testNow)
+	}
+	file, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(file) != tf.Out.String() {
+		t.Error("--out file differs from the -o json document")
+	}
+}
+
+func TestLoadCommandExitCodes(t *testing.T) {
+	srv := loadBucketTarget(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"wrong model fails", []string{"--target", srv.URL, "--rate", "20/s", "--duration", "1s", "--expect", "token-bucket:burst=10,rate=50/s"}, exitcode.Failed, "expected"},
+		{"no target", []string{"--rate", "20/s"}, exitcode.Usage, "RATELIMIT_TARGET"},
+		{"no rate", []string{"--target", srv.URL}, exitcode.Usage, "--rate is required"},
+		{"bad rate", []string{"--target", srv.URL, "--rate", "fast"}, exitcode.Usage, "invalid rate"},
+		{"bad header", []string{"--target", srv.URL, "--rate", "1/s", "-H", "nocolon"}, exitcode.Usage, "Name: value"},
+		{"bad expect", []string{"--target", srv.URL, "--rate", "1/s", "--expect", "bucket:burst=1"}, exitcode.Usage, "needs rate"},
+		{"bad output", []string{"-o", "github", "--target", srv.URL, "--rate", "1/s"}, exitcode.Usage, "not supported"},
+		{"unreachable", []string{"--target", closed, "--rate", "5/s", "--duration", "1s"}, exitcode.Unreachable, "unreachable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tf := newTestFactory(t)
+			code := tf.execute(t, append([]string{"load"}, tt.args...)...)
+			if code != tt.code || !strings.Contains(tf.ErrOut.String(), tt.msg) {
+				t.Errorf("exit %d, want %d; stderr %q, want %q\n%s", code, tt.code, tf.ErrOut.String(), tt.msg, tf.Out.String())
+			}
+		})
+	}
+}
+
+func TestLoadOutcomeUnreachableMidRun(t *testing.T) {
+	res := &load.Result{Target: "http://127.0.0.1:1", Completed: 5, Errors: map[string]int64{"connection refused": 5}}
+	if err := loadOutcome(res); exitcode.Code(err) != exitcode.Unreachable {
+		t.Errorf("all refused: %v", err)
+	}
+	res.Errors["timeout"] = 1
+	res.Verdict = "fail"
+	if err := loadOutcome(res); exitcode.Code(err) != exitcode.Failed {
+		t.Errorf("refused and timeouts: %v, want exit 1", err)
+	}
+}
+
+// loadServeTarget runs serve's handler with limiter p on a free loopback
+// port against the real standalone redis-server, under a key prefix of its
+// own. forget deletes the buckets of a run's identities afterwards.
+func loadServeTarget(t *testing.T, p eval.Params, delay time.Duration) (url string, forget func(doc load.Result)) {
+	t.Helper()
+	tg := redistest.Standalone(t)
+	prefix := "test-" + uuid.NewString()
+	srv, err := serve.Start(serve.Config{Client: tg.Client, Params: p, KeyPrefix: prefix, Delay: delay}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("serve.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return srv.URL() + "/hello", func(doc load.Result) {
+		keys := []string{serve.IP(netip.MustParseAddr("127.0.0.1")).Key(prefix, p.Algo)}
+		for k := range max(doc.Identities, 1) {
+			keys = append(keys, serve.APIKey(load.IdentityValue(doc.RunID, k)).Key(prefix, p.Algo))
+		}
+		redistest.Cleanup(t, tg.Client, keys...)
+	}
+}
+
+// loadJSON runs `ratelimit load -o json` with args and decodes the document.
+func loadJSON(t *testing.T, args ...string) (int, load.Result) {
+	t.Helper()
+	tf := newTestFactory(t)
+	code := tf.execute(t, append([]string{"load", "-o", "json"}, args...)...)
+	var doc load.Result
+	if err := json.Unmarshal(tf.Out.Bytes(), &doc); err != nil {
+		t.Fatalf("exit %d, stdout is not JSON: %v\n%s\n%s", code, err, tf.Out.String(), tf.ErrOut.String())
+	}
+	return code, doc
+}
+
+// The issue's acceptance against `serve`, shortened to seconds: a token
+// bucket of 10 at 5/s, 20/s for 3 s.
+func TestLoadAgainstServeTokenBucket(t *testing.T) {
+	url, forget := loadServeTarget(t, eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}}, 0)
+	tests := []struct {
+		expect string
+		code   int
+	}{
+		{"token-bucket:burst=10,rate=5/s", 0},
+		{"token-bucket:burst=10,rate=10/s", exitcode.Failed},
+		{"auto", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expect, func(t *testing.T) {
+			code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "3s", "--expect", tt.expect)
+			forget(doc)
+			if doc.Planned != 60 || doc.Sent != 60 || doc.Dropped != 0 {
+				t.Fatalf("planned %d sent %d dropped %d; want 60 60 0", doc.Planned, doc.Sent, doc.Dropped)
+			}
+			if code != tt.code || doc.Expect == nil {
+				t.Fatalf("exit %d, want %d; verdict %+v", code, tt.code, doc.Expect)
+			}
+			t.Log(doc.Expect.Line())
+			if tt.code == 0 && (doc.Allowed < 22 || doc.Allowed > 26) {
+				t.Errorf("allowed %d; a bucket of 10 at 5/s over 2.95 s admits about 24", doc.Allowed)
+			}
+			if tt.expect == "auto" && doc.Expect.Fits != "token-bucket:burst=10,rate=5/s" {
+				t.Errorf("auto fits %q; readings %+v", doc.Expect.Fits, doc.Expect.Readings)
+			}
+			h := doc.Headers
+			if h.Policy.Valid != 60 || h.RateLimit.Valid != 60 || h.RetryAfter.Valid != doc.RateLimited || h.Storable429 != 0 {
+				t.Errorf("serve's headers failed a check: %+v", h)
+			}
+		})
+	}
+}
+
+// A sliding window of 10 per minute admits exactly 10 of 40.
+func TestLoadAgainstServeSlidingWindow(t *testing.T) {
+	url, forget := loadServeTarget(t, eval.Params{Algo: eval.SlidingWindow, Limit: 10, Window: time.Minute}, 0)
+	code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "2s", "--expect", "sliding-window:limit=10,window=60s")
+	forget(doc)
+	if code != 0 || doc.Sent != 40 || doc.Allowed != 10 || doc.RateLimited != 30 || doc.Expect.Expected != 10 {
+		t.Errorf("exit %d sent %d allowed %d limited %d expected %d", code, doc.Sent, doc.Allowed, doc.RateLimited, doc.Expect.Expected)
+	}
+}
+
+// A slow target (serve --delay 500ms) with --max-vus 2 at 20/s: dropped
+// iterations, planned = sent + dropped, latency from the due time honest.
+func TestLoadAgainstSlowServe(t *testing.T) {
+	url, forget := loadServeTarget(t, eval.Params{Algo: eval.TokenBucket, Capacity: 1000, Rate: rate.Rate{Count: 1000, Per: time.Second}}, 500*time.Millisecond)
+	code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "2s", "--max-vus", "2")
+	forget(doc)
+	if code != 0 {
+		t.Errorf("exit %d; dropped iterations are the generator's limit, not a failure", code)
+	}
+	if doc.Dropped == 0 || doc.Planned != doc.Sent+doc.Dropped || doc.VUs.Peak != 2 || !doc.Generator.FellBehind {
+		t.Errorf("planned %d sent %d dropped %d vus %+v generator %+v", doc.Planned, doc.Sent, doc.Dropped, doc.VUs, doc.Generator)
+	}
+	if doc.LatencyFromDue.P50 < 500 || doc.Latency.P50 < 500 {
+		t.Errorf("latency p50 %.1f ms, from due %.1f ms; want >= 500", doc.Latency.P50, doc.LatencyFromDue.P50)
+	}
+}

@@ -1,0 +1,208 @@
+package cmd
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/report"
+)
+
+type reportOptions struct {
+	f *Factory
+
+	Files []string // saved documents; "-" is stdin
+	HTML  string   // write one page for all documents to this file ("-": Out)
+	// OutputSet is true when -o was given; with --html and without -o
+	// nothing else is written to Out.
+	OutputSet bool
+}
+
+func newReportCmd(f *Factory, run func(*reportOptions) error) *cobra.Command {
+	opts := &reportOptions{f: f}
+	c := &cobra.Command{
+		Use:   "report FILE.json...",
+		Short: "Render saved result documents as text, JSON, Markdown, JUnit or one HTML page",
+		Long: `Render documents saved by other commands (load --out, race --out,
+keyslot -o json > FILE, eval -o json > FILE, also eval --simulate and scripts
+with -o json) in any output format they support:
+
+  text      tables for a terminal (colour only on a terminal, never for NO_COLOR)
+  json      the document again (one file: the document; several: an array)
+  markdown  GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY"
+  junit     one <testsuite> per document, one <testcase> per check
+            (race, load and keyslot only)
+  github    workflow annotations (keyslot only)
+
+--html FILE writes one self-contained page for all the documents: inline CSS
+and SVG charts, no scripts, nothing fetched, so it opens offline and can be
+attached to a ticket. Load runs get a per-second timeline of admitted, limited
+and failed requests against the admissions the verdict's model expects, the
+admitted count against the expectation and its tolerance, latency percentiles
+from the due time and from the send, header checks and the verdict; races get
+admitted per strategy and trial against the limit; keyslot runs get keys per
+slot range and per primary, CROSSSLOT groups and lint findings; eval runs get
+the calls and remaining over calls. With --html, nothing else goes to standard
+output unless -o is given.
+
+Every file is checked before anything is written: a file that is not JSON, is
+truncated, is JSON from something else, or has an unknown "kind" or "version"
+is a one-line error (exit 2). Exit 0 once every document is rendered, whatever
+the verdicts in them; the commands that made them exit 1 on a failed verdict.`,
+		Example: `  # a saved load run in the terminal, then as a job summary in GitHub Actions
+  ratelimit load --rate 20/s --duration 30s --expect auto --out load.json
+  ratelimit report load.json
+  ratelimit report load.json -o markdown >> "$GITHUB_STEP_SUMMARY"
+
+  # JUnit for the CI's test tab, from several runs at once
+  ratelimit race --out race.json
+  ratelimit keyslot --groups groups.txt -o json > keyslot.json
+  ratelimit report race.json keyslot.json load.json -o junit > ratelimit.xml
+
+  # one HTML page with charts for all of them
+  ratelimit report race.json keyslot.json load.json --html report.html`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Files = args
+			opts.OutputSet = c.Flags().Changed("output")
+			if run != nil {
+				return run(opts)
+			}
+			return runReport(opts)
+		},
+	}
+	c.Flags().StringVar(&opts.HTML, "html", "", "also write one self-contained HTML page with charts for all documents to FILE (- for standard output)")
+	return c
+}
+
+func runReport(opts *reportOptions) error {
+	f := opts.f
+	format, err := f.Format("text", "json", "markdown", "junit", "github")
+	if err != nil {
+		return err
+	}
+	if len(opts.Files) == 0 {
+		return exitcode.Usagef("no documents; pass files saved by load --out, race --out, keyslot -o json or eval -o json")
+	}
+	if opts.HTML == "-" && opts.OutputSet {
+		return exitcode.Usagef("--html - writes the page to standard output; drop -o or write the page to a file")
+	}
+	stdin := 0
+	docs := make([]report.Document, 0, len(opts.Files))
+	for _, name := range opts.Files {
+		data, err := readDocument(f, name, &stdin)
+		if err != nil {
+			return err
+		}
+		d, err := report.Decode(data)
+		if err != nil {
+			return exitcode.Usagef("%s: %v", name, err)
+		}
+		d.Source = name
+		if name == "-" {
+			d.Source = "stdin"
+		}
+		docs = append(docs, d)
+	}
+	writeText := opts.HTML == "" || opts.OutputSet
+	if writeText {
+		for _, d := range docs {
+			if !slices.Contains(report.Formats(d.Kind), format) {
+				return exitcode.Usagef("%s: %s documents have no %s output; use %s", d.Source, d.Kind, format, strings.Join(report.Formats(d.Kind), ", "))
+			}
+		}
+	}
+	if opts.HTML != "" {
+		if err := writeHTML(f, opts.HTML, docs); err != nil {
+			return err
+		}
+		if !writeText {
+			if opts.HTML != "-" {
+				fmt.Fprintf(f.IO.ErrOut, "report: wrote %s (%d %s)\n", opts.HTML, len(docs), map[bool]string{true: "document", false: "documents"}[len(docs) == 1])
+			}
+			return nil
+		}
+	}
+	return renderDocuments(f, format, docs)
+}
+
+// readDocument reads a file, or stdin for "-" (once).
+func readDocument(f *Factory, name string, stdin *int) ([]byte, error) {
+	if name == "-" {
+		*stdin++
+		if *stdin > 1 {
+			return nil, exitcode.Usagef("- (stdin) given more than once")
+		}
+		data, err := io.ReadAll(f.IO.In)
+		if err != nil {
+			return nil, exitcode.Usagef("read stdin: %v", err)
+		}
+		return data, nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, exitcode.Usagef("read %s: %v", name, fileErr(err))
+	}
+	return data, nil
+}
+
+func writeHTML(f *Factory, path string, docs []report.Document) error {
+	var buf bytes.Buffer
+	if err := report.HTML(&buf, docs, report.HTMLOptions{Generated: f.Now()}); err != nil {
+		return err
+	}
+	if path == "-" {
+		_, err := f.IO.Out.Write(buf.Bytes())
+		return err
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return exitcode.Usagef("write --html %s: %v", path, fileErr(err))
+	}
+	return nil
+}
+
+// renderDocuments writes the documents to Out in format: junit as one
+// report, json as the document or an array, the others one after another.
+func renderDocuments(f *Factory, format string, docs []report.Document) error {
+	out := f.IO.Out
+	switch {
+	case format == "junit":
+		vals := make([]any, len(docs))
+		for i, d := range docs {
+			vals[i] = d
+		}
+		return report.JUnit(out, vals...)
+	case format == "json" && len(docs) > 1:
+		vals := make([]any, len(docs))
+		for i, d := range docs {
+			vals[i] = d.Value
+		}
+		return report.JSON(out, vals)
+	}
+	for i, d := range docs {
+		var sep string
+		if i > 0 {
+			sep = "\n"
+		}
+		if format == "text" && len(docs) > 1 {
+			sep += "── " + d.Source + " " + strings.Repeat("─", max(3, 56-len([]rune(d.Source)))) + "\n"
+		}
+		if _, err := io.WriteString(out, sep); err != nil {
+			return err
+		}
+		if err := report.Render(out, format, d, f.ReportOptions()); err != nil {
+			if errors.Is(err, report.ErrDocument) {
+				return exitcode.UsageError(err)
+			}
+			return fmt.Errorf("render %s: %w", d.Source, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,258 @@
+package cmd
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+)
+
+// The fixed documents of the report package's golden tests.
+func reportFixture(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join("..", "report", "testdata", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("fixture %s: %v", name, err)
+	}
+	return p
+}
+
+func TestReportFlags(t *testing.T) {
+	tf := newTestFactory(t)
+	var got *reportOptions
+	root := NewRootCmd(tf.Factory)
+	for _, c := range root.Commands() {
+		if c.Name() == "report" {
+			root.RemoveCommand(c)
+		}
+	}
+	root.AddCommand(newReportCmd(tf.Factory, func(o *reportOptions) error { got = o; return nil }))
+	root.SetArgs([]string{"report", "a.json", "b.json", "--html", "out.html", "-o", "markdown"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Files, []string{"a.json", "b.json"}) || got.HTML != "out.html" || !got.OutputSet {
+		t.Errorf("options = %+v", got)
+	}
+}
+
+func TestReportFormats(t *testing.T) {
+	load, race, keyslot, eval := reportFixture(t, "load.json"), reportFixture(t, "race.json"), reportFixture(t, "keyslot.json"), reportFixture(t, "eval.json")
+	tests := []struct {
+		name string
+		args []string
+		want []string // in Out
+	}{
+		{"text load", []string{load}, []string{"load 20/s for 10s", "FAIL", "threshold failed: 1.50% > 1%"}},
+		{"text race", []string{race}, []string{"naive GET+SET admitted 196-200 of 200", "verdict: FAIL"}},
+		{"text keyslot", []string{"-o", "text", keyslot}, []string{"CROSSSLOT", "verdict: FAIL"}},
+		{"text eval", []string{eval}, []string{"5 allowed, 2 refused"}},
+		{"text several", []string{race, eval}, []string{"── " + race, "── " + eval}},
+		{"markdown", []string{"-o", "markdown", load, race, keyslot, eval},
+			[]string{"### ratelimit load: **FAIL**", "### ratelimit race: **FAIL**", "### ratelimit keyslot: **FAIL**", "### ratelimit eval:"}},
+		{"github", []string{"-o", "github", keyslot}, []string{"::error file=lua/bad.lua,line=1,"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tf := newTestFactory(t)
+			if code := tf.execute(t, append([]string{"report"}, tt.args...)...); code != exitcode.OK {
+				t.Fatalf("exit %d, stderr %s", code, tf.ErrOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(tf.Out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, tf.Out)
+				}
+			}
+			if strings.Contains(tf.Out.String(), "\x1b[") {
+				t.Error("output to a non-terminal has ANSI escapes")
+			}
+		})
+	}
+}
+
+func TestReportJSONAndJUnit(t *testing.T) {
+	load, race, keyslot := reportFixture(t, "load.json"), reportFixture(t, "race.json"), reportFixture(t, "keyslot.json")
+
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "report", "-o", "json", race); code != exitcode.OK {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut)
+	}
+	var one map[string]any
+	if err := json.Unmarshal(tf.Out.Bytes(), &one); err != nil || one["kind"] != "race" {
+		t.Errorf("json of one document: %v, kind %v", err, one["kind"])
+	}
+
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "report", "-o", "json", race, load); code != exitcode.OK {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut)
+	}
+	var many []map[string]any
+	if err := json.Unmarshal(tf.Out.Bytes(), &many); err != nil || len(many) != 2 || many[1]["kind"] != "load" {
+		t.Errorf("json of two documents: %v, %d", err, len(many))
+	}
+
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "report", "-o", "junit", race, load, keyslot); code != exitcode.OK {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut)
+	}
+	var suites struct {
+		Suites []struct {
+			Name     string `xml:"name,attr"`
+			Failures int    `xml:"failures,attr"`
+			Cases    []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(tf.Out.Bytes(), &suites); err != nil {
+		t.Fatalf("junit does not parse: %v", err)
+	}
+	var names []string
+	for _, s := range suites.Suites {
+		names = append(names, s.Name)
+		if s.Failures == 0 {
+			t.Errorf("suite %s has no failure; every fixture has one", s.Name)
+		}
+	}
+	if !slices.Equal(names, []string{"ratelimit race", "ratelimit load", "ratelimit keyslot"}) {
+		t.Errorf("suites = %q", names)
+	}
+}
+
+func TestReportHTML(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "report.html")
+	tf := newTestFactory(t)
+	args := []string{"report", "--html", out, reportFixture(t, "load.json"), reportFixture(t, "race.json"), reportFixture(t, "keyslot.json"), reportFixture(t, "eval.json")}
+	if code := tf.execute(t, args...); code != exitcode.OK {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut)
+	}
+	if tf.Out.Len() != 0 {
+		t.Errorf("--html without -o wrote to stdout:\n%s", tf.Out)
+	}
+	if !strings.Contains(tf.ErrOut.String(), "wrote "+out+" (4 documents)") {
+		t.Errorf("stderr = %q", tf.ErrOut)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", "<svg", "2026-12-02 12:00:00 UTC", "ratelimit load", "ratelimit race", "ratelimit keyslot", "ratelimit eval"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(strings.ToLower(string(page)), "<script") {
+		t.Error("page has a script")
+	}
+
+	// With -o as well, the documents also go to stdout.
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "report", "--html", out, "-o", "markdown", reportFixture(t, "race.json")); code != exitcode.OK {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut)
+	}
+	if !strings.HasPrefix(tf.Out.String(), "### ratelimit race") {
+		t.Errorf("stdout = %q", tf.Out)
+	}
+	// --html - writes the page to stdout.
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "report", "--html", "-", reportFixture(t, "race.json")); code != exitcode.OK || !strings.HasPrefix(tf.Out.String(), "<!DOCTYPE html>") {
+		t.Errorf("--html -: exit %d, stdout starts %.40q", code, tf.Out)
+	}
+}
+
+func TestReportStdin(t *testing.T) {
+	data, err := os.ReadFile(reportFixture(t, "keyslot.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := newTestFactory(t)
+	tf.IO.In = strings.NewReader(string(data))
+	if code := tf.execute(t, "report", "-o", "markdown", "-"); code != exitcode.OK || !strings.Contains(tf.Out.String(), "ratelimit keyslot") {
+		t.Errorf("stdin: exit %d, out %q, err %q", code, tf.Out, tf.ErrOut)
+	}
+}
+
+func TestReportBadInput(t *testing.T) {
+	dir := t.TempDir()
+	full, err := os.ReadFile(reportFixture(t, "load.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	truncated := file("truncated.json", string(full[:len(full)*2/3]))
+	foreign := file("package.json", `{"name": "left-pad", "version": "1.3.0"}`)
+	unknown := file("bench.json", `{"kind": "bench", "version": 1}`)
+	v99 := file("v99.json", strings.Replace(string(full), `"version": 1,`, `"version": 99,`, 1))
+	empty := file("empty.json", "")
+	notJSON := file("run.txt", "allowed 159 of 600\n")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"truncated", []string{truncated}, "truncated.json: not a ratelimit document: truncated JSON"},
+		{"foreign", []string{foreign}, "package.json: not a ratelimit document: foreign JSON"},
+		{"unknown kind", []string{unknown}, `unknown kind "bench"`},
+		{"version 99", []string{v99}, "load document version 99 is not supported"},
+		{"missing file", []string{filepath.Join(dir, "nope.json")}, "nope.json: no such file or directory"},
+		{"empty", []string{empty}, "the file is empty"},
+		{"not json", []string{notJSON}, "not JSON"},
+		{"bad among good", []string{reportFixture(t, "race.json"), truncated}, "truncated.json"},
+		{"no files", nil, "no documents"},
+		{"junit of eval", []string{"-o", "junit", reportFixture(t, "eval.json")}, "eval documents have no junit output"},
+		{"github of race", []string{"-o", "github", reportFixture(t, "race.json")}, "race documents have no github output"},
+		{"unknown format", []string{"-o", "yaml", reportFixture(t, "race.json")}, "not supported"},
+		{"stdin twice", []string{"-", "-"}, "more than once"},
+		{"html dash with -o", []string{"--html", "-", "-o", "text", reportFixture(t, "race.json")}, "--html -"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tf := newTestFactory(t)
+			tf.IO.In = strings.NewReader(`{"kind":"race","version":1}`)
+			code := tf.execute(t, append([]string{"report"}, tt.args...)...)
+			if code != exitcode.Usage {
+				t.Errorf("exit %d, want %d; stderr %q", code, exitcode.Usage, tf.ErrOut)
+			}
+			msg := tf.ErrOut.String()
+			if !strings.Contains(msg, tt.want) || strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "error: ") {
+				t.Errorf("stderr = %q, want one error line with %q", msg, tt.want)
+			}
+			if tf.Out.Len() != 0 {
+				t.Errorf("stdout has output on bad input:\n%s", tf.Out)
+			}
+		})
+	}
+}
+
+func TestReportRoutesFormats(t *testing.T) {
+	// -o markdown and -o junit are accepted where documented; the offline
+	// keyslot command needs no server.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"keyslot", "-o", "markdown", "--same-slot", "rl:{u:1}:a", "rl:{u:1}:b"}, "### ratelimit keyslot: **PASS**"},
+		{[]string{"keyslot", "-o", "junit", "--same-slot", "rl:{u:1}:a", "rl:{u:1}:b"}, `<testsuite name="ratelimit keyslot" tests="1" failures="0"`},
+		{[]string{"scripts", "-o", "markdown"}, "| `token-bucket` |"},
+	} {
+		tf := newTestFactory(t)
+		if code := tf.execute(t, tt.args...); code != exitcode.OK || !strings.Contains(tf.Out.String(), tt.want) {
+			t.Errorf("%v: exit %d, output lacks %q:\n%s%s", tt.args, code, tt.want, tf.Out, tf.ErrOut)
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/serve"
+)
+
+type serveOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	Addr           string
+	Algo           string
+	Capacity       int64
+	Rate           rate.Rate
+	Limit          int64
+	Window         time.Duration
+	Burst          int64
+	Cost           int64
+	IdentityHeader string
+	TrustProxy     int
+	Fail           string
+	LimiterTimeout time.Duration
+	Delay          time.Duration
+	KeyPrefix      string
+
+	// Changed holds the names of the flags given on the command line.
+	Changed map[string]bool
+}
+
+// algoFlags are the limiter flags and the algorithms that read them.
+var algoFlags = map[string][]eval.Algo{
+	"capacity": {eval.TokenBucket},
+	"rate":     {eval.TokenBucket, eval.GCRA},
+	"limit":    {eval.SlidingWindow, eval.FixedWindow},
+	"window":   {eval.SlidingWindow, eval.FixedWindow},
+	"burst":    {eval.GCRA},
+}
+
+func newServeCmd(f *Factory, run func(*serveOptions) error) *cobra.Command {
+	opts := &serveOptions{f: f, Rate: rate.Rate{Count: 5, Per: time.Second}}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a reference rate-limited HTTP target backed by the limiter scripts",
+		Long: `Serve GET /hello behind a Redis-backed rate limiter, as a known-good target for
+'ratelimit load' and a reference for your own service.
+
+Each request costs one EVALSHA of the chosen script against the bucket of its
+identity: the API key in --identity-header (hashed with SHA-256; never stored
+or logged in clear), else the client IP. X-Forwarded-For is ignored unless
+--trust-proxy N says how many proxies in front append to it; then its Nth
+entry from the right is the client.
+
+Responses carry RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers).
+A refused request gets 429 with Retry-After, Cache-Control: no-store and
+{"error":"rate_limited","retry_after_ms":N}. When Redis does not answer within
+--limiter-timeout, --fail open serves the request and --fail closed answers 503.
+GET /metrics (Prometheus text: allowed, limited, fail_open, fail_closed) is the
+only path exempt from limiting. Ctrl-C shuts down gracefully.`,
+		Example: `  # a bucket of 10 refilling at 5/s on the default Redis (embedded if none)
+  ratelimit serve --addr 127.0.0.1:8011 --algo token-bucket --capacity 10 --rate 5/s
+  curl -i -H 'X-API-Key: alice' http://127.0.0.1:8011/hello
+
+  # 100 requests per minute in a sliding window, refusing when Redis is down
+  ratelimit serve --algo sliding-window --limit 100 --window 1m --fail closed
+
+  # a slow target behind one proxy, for load tests
+  ratelimit serve --delay 500ms --trust-proxy 1 --redis redis://127.0.0.1:7000`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts.ctx = c.Context()
+			opts.Changed = map[string]bool{}
+			c.Flags().Visit(func(fl *pflag.Flag) { opts.Changed[fl.Name] = true })
+			if run != nil {
+				return run(opts)
+			}
+			return runServe(opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&opts.Addr, "addr", "127.0.0.1:8011", "listen address host:port (port 0 picks a free one)")
+	fl.StringVar(&opts.Algo, "algo", string(eval.TokenBucket), "limiter: token-bucket, sliding-window, fixed-window or gcra")
+	fl.Int64Var(&opts.Capacity, "capacity", 10, "token-bucket: bucket size in tokens")
+	fl.Var(&opts.Rate, "rate", "token-bucket: refill rate; gcra: emission rate (e.g. 5/s, 300/m)")
+	fl.Int64Var(&opts.Limit, "limit", 100, "sliding-window, fixed-window: requests per window")
+	fl.DurationVar(&opts.Window, "window", time.Minute, "sliding-window, fixed-window: window length")
+	fl.Int64Var(&opts.Burst, "burst", 10, "gcra: burst size")
+	fl.Int64Var(&opts.Cost, "cost", 1, "units each request costs")
+	fl.StringVar(&opts.IdentityHeader, "identity-header", serve.DefaultIdentityHeader, "header carrying the API key; requests without it are counted by client IP")
+	fl.IntVar(&opts.TrustProxy, "trust-proxy", 0, "number of proxies in front whose X-Forwarded-For entries to trust (0: ignore the header)")
+	fl.StringVar(&opts.Fail, "fail", string(serve.FailOpen), "when Redis fails or is late: open (serve the request) or closed (503)")
+	fl.DurationVar(&opts.LimiterTimeout, "limiter-timeout", serve.DefaultRedisTimeout, "deadline per request for the limiter's Redis round trip, then --fail applies (the global --redis-timeout stays the client's own limit for dialling and commands)")
+	fl.DurationVar(&opts.Delay, "delay", 0, "make /hello take this long (a slow target for load tests)")
+	fl.StringVar(&opts.KeyPrefix, "key-prefix", serve.DefaultKeyPrefix, "prefix of the bucket keys: PREFIX:{key:<sha256>}:ALGO, PREFIX:{ip:ADDR}:ALGO")
+	return c
+}
+
+// config turns the options into the server's configuration, rejecting bad
+// input with exit 2 before anything connects.
+func (opts *serveOptions) config() (serve.Config, error) {
+	algo, err := eval.ParseAlgo(opts.Algo)
+	if err != nil {
+		return serve.Config{}, err
+	}
+	for _, name := range []string{"capacity", "rate", "limit", "window", "burst"} {
+		if !opts.Changed[name] {
+			continue
+		}
+		ok := false
+		for _, a := range algoFlags[name] {
+			ok = ok || a == algo
+		}
+		if !ok {
+			return serve.Config{}, exitcode.Usagef("--%s does not apply to %s; see 'ratelimit serve --help' for its flags", name, algo)
+		}
+	}
+	fail, err := serve.ParseFailMode(opts.Fail)
+	if err != nil {
+		return serve.Config{}, err
+	}
+	if opts.LimiterTimeout <= 0 {
+		return serve.Config{}, exitcode.Usagef("--limiter-timeout must be positive, got %s", opts.LimiterTimeout)
+	}
+	if opts.IdentityHeader == "" {
+		return serve.Config{}, exitcode.Usagef("--identity-header must not be empty (requests without the header are counted by IP anyway)")
+	}
+	if opts.Cost <= 0 {
+		return serve.Config{}, exitcode.Usagef("--cost must be at least 1, got %d", opts.Cost)
+	}
+	cfg := serve.Config{
+		Params: eval.Params{
+			Algo: algo, Capacity: opts.Capacity, Rate: opts.Rate, Cost: opts.Cost,
+			Limit: opts.Limit, Window: opts.Window, Burst: opts.Burst,
+		},
+		IdentityHeader: opts.IdentityHeader,
+		TrustProxy:     opts.TrustProxy,
+		RedisTimeout:   opts.LimiterTimeout,
+		Fail:           fail,
+		KeyPrefix:      opts.KeyPrefix,
+		Delay:          opts.Delay,
+	}
+	if opts.KeyPrefix == "" {
+		return serve.Config{}, exitcode.Usagef("--key-prefix must not be empty")
+	}
+	if err := cfg.Validate(); err != nil {
+		return serve.Config{}, err
+	}
+	return cfg, nil
+}
+
+func runServe(opts *serveOptions) error {
+	f := opts.f
+	if _, err := f.Format("text"); err != nil {
+		return err
+	}
+	cfg, err := opts.config()
+	if err != nil {
+		return err
+	}
+	conn, err := f.Redis(opts.ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "serve: redis %s\n", conn.Server)
+	cfg.Client = conn.Client
+	cfg.Log = f.IO.ErrOut
+	return serve.Run(opts.ctx, cfg, opts.Addr, f.IO.ErrOut)
+}

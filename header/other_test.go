@@ -1,0 +1,206 @@
+package header
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+var now = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+func TestParseRetryAfter(t *testing.T) {
+	tests := []struct {
+		in     string
+		delay  time.Duration
+		isDate bool
+		err    bool
+	}{
+		{"1", time.Second, false, false},
+		{"0", 0, false, false},
+		{" 120 ", 120 * time.Second, false, false},
+		{"Sun, 01 Jun 2025 12:00:30 GMT", 30 * time.Second, true, false},  // IMF-fixdate
+		{"Sunday, 01-Jun-25 12:00:30 GMT", 30 * time.Second, true, false}, // RFC 850
+		{"Sun Jun  1 12:00:30 2025", 30 * time.Second, true, false},       // asctime
+		{"Sun, 01 Jun 2025 11:59:00 GMT", -time.Minute, true, false},
+		{"-1", 0, false, true},
+		{"1.5", 0, false, true},
+		{"+3", 0, false, true},
+		{"1 2", 0, false, true},
+		{"", 0, false, true},
+		{"soon", 0, false, true},
+		{"99999999999999999999", 0, false, true},
+		{"9223372037", 0, false, true}, // seconds that overflow time.Duration
+	}
+	for _, tt := range tests {
+		got, err := ParseRetryAfter(tt.in, now)
+		if tt.err {
+			if err == nil {
+				t.Errorf("ParseRetryAfter(%q) = %+v, want error", tt.in, got)
+			}
+			continue
+		}
+		if err != nil || got.Delay != tt.delay || got.IsDate != tt.isDate {
+			t.Errorf("ParseRetryAfter(%q) = %+v, %v; want delay %v date %v", tt.in, got, err, tt.delay, tt.isDate)
+		}
+	}
+}
+
+func TestCheckRetryAfter(t *testing.T) {
+	tests := []struct {
+		values []string
+		err    string
+	}{
+		{[]string{"1"}, ""},
+		{[]string{"Sun, 01 Jun 2025 12:00:30 GMT"}, ""},
+		{[]string{"Sun, 01 Jun 2025 11:00:00 GMT"}, ""}, // past dates are the client's clock's business
+		{nil, "missing"},
+		{[]string{"0"}, "at least 1"},
+		{[]string{"1", "2"}, "appears 2 times"},
+		{[]string{"later"}, "neither"},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		for _, v := range tt.values {
+			h.Add("Retry-After", v)
+		}
+		_, err := CheckRetryAfter(h, now)
+		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("CheckRetryAfter(%q) = %v, want %q", tt.values, err, tt.err)
+		}
+	}
+}
+
+func TestFormatRetryAfter(t *testing.T) {
+	tests := []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "1"},
+		{-time.Second, "1"},
+		{time.Millisecond, "1"},
+		{time.Second, "1"},
+		{time.Second + time.Nanosecond, "2"},
+		{1999 * time.Millisecond, "2"},
+		{2 * time.Second, "2"},
+		{time.Hour, "3600"},
+	}
+	for _, tt := range tests {
+		if got := FormatRetryAfter(tt.in); got != tt.want {
+			t.Errorf("FormatRetryAfter(%v) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+	for ms, want := range map[int64]string{0: "1", 200: "1", 1000: "1", 1001: "2", 2500: "3", 1 << 62: "9223372037"} {
+		if got := FormatRetryAfterMs(ms); got != want {
+			t.Errorf("FormatRetryAfterMs(%d) = %s, want %s", ms, got, want)
+		}
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"1", "0", "Sun, 01 Jun 2025 12:00:30 GMT", "-1", "1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ra, err := ParseRetryAfter(s, now)
+		if err != nil || ra.IsDate {
+			return
+		}
+		if ra.Delay < 0 {
+			t.Fatalf("ParseRetryAfter(%q) = negative delay %v", s, ra.Delay)
+		}
+		// delay-seconds survive FormatRetryAfter unchanged once >= 1.
+		if ra.Delay >= time.Second {
+			back, err := ParseRetryAfter(FormatRetryAfter(ra.Delay), now)
+			if err != nil || back.Delay != ra.Delay {
+				t.Fatalf("round trip of %q: %+v, %v", s, back, err)
+			}
+		}
+	})
+}
+
+func TestStorable429(t *testing.T) {
+	tests := []struct {
+		name     string
+		header   http.Header
+		storable bool
+	}{
+		{"no-store", http.Header{"Cache-Control": {"no-store"}}, false},
+		{"no-store among others", http.Header{"Cache-Control": {"max-age=60, NO-STORE"}}, false},
+		{"private", http.Header{"Cache-Control": {"private"}}, false},
+		{"private max-age=0", http.Header{"Cache-Control": {"private, max-age=0"}}, false},
+		{"nothing", http.Header{}, true},
+		{"max-age", http.Header{"Cache-Control": {"max-age=60"}}, true},
+		{"private with max-age", http.Header{"Cache-Control": {"private, max-age=60"}}, true},
+		{"s-maxage quoted", http.Header{"Cache-Control": {`s-maxage="30"`}}, true},
+		{"public", http.Header{"Cache-Control": {"public"}}, true},
+		{"expires", http.Header{"Cache-Control": {"private"}, "Expires": {"Sun, 01 Jun 2025 12:00:30 GMT"}}, true},
+		{"no-cache only", http.Header{"Cache-Control": {"no-cache"}}, true},
+		{"split lines", http.Header{"Cache-Control": {"max-age=5", "no-store"}}, false},
+	}
+	for _, tt := range tests {
+		got, why := Storable429(tt.header)
+		if got != tt.storable || why == "" {
+			t.Errorf("%s: Storable429(%v) = %v, %q; want %v", tt.name, tt.header, got, why, tt.storable)
+		}
+	}
+}
+
+func TestParseCacheControl(t *testing.T) {
+	cc := ParseCacheControl([]string{`max-age=abc, s-maxage=99999999999, private="Set-Cookie"`})
+	if !cc.Malformed || cc.MaxAge != -1 || cc.SMaxAge != 1<<31 || !cc.Private {
+		t.Errorf("ParseCacheControl = %+v", cc)
+	}
+}
+
+func TestParseLegacy(t *testing.T) {
+	tests := []struct {
+		name   string
+		header http.Header
+		ok     bool
+		want   Legacy
+	}{
+		{"github", http.Header{"X-Ratelimit-Limit": {"60"}, "X-Ratelimit-Remaining": {"59"}, "X-Ratelimit-Reset": {"1748779230"}}, true,
+			Legacy{Prefix: "X-RateLimit-", Limit: 60, Remaining: 59, Reset: 1748779230, ResetIsEpoch: true}},
+		{"draft-03", http.Header{"Ratelimit-Limit": {"10, 10;w=1"}, "Ratelimit-Remaining": {"3"}, "Ratelimit-Reset": {"1"}}, true,
+			Legacy{Prefix: "RateLimit-", Limit: 10, Remaining: 3, Reset: 1}},
+		{"only remaining, garbage limit", http.Header{"X-Ratelimit-Remaining": {"5"}, "X-Ratelimit-Limit": {"lots"}}, true,
+			Legacy{Prefix: "X-RateLimit-", Limit: -1, Remaining: 5, Reset: -1}},
+		{"none", http.Header{"Ratelimit": {`"d";r=1`}}, false, Legacy{Limit: -1, Remaining: -1, Reset: -1}},
+	}
+	for _, tt := range tests {
+		got, ok := ParseLegacy(tt.header)
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("%s: ParseLegacy = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestInspect(t *testing.T) {
+	h := http.Header{}
+	h.Set("RateLimit-Policy", `"default";q=10;w=2`)
+	h.Set("RateLimit", `"default";r=0;t=1`)
+	h.Set("Retry-After", "1")
+	h.Set("Cache-Control", "no-store")
+	in := Inspect(429, h, now)
+	if !in.HasPolicy || in.PolicyErr != nil || !in.HasLimit || in.LimitErr != nil ||
+		in.RetryAfterErr != nil || in.Storable || in.HasLegacy {
+		t.Errorf("Inspect(serve-like 429) = %+v", in)
+	}
+	if len(in.Policies) != 1 || in.Policies[0].Quota != 10 || in.Policies[0].Window != 2 {
+		t.Errorf("Policies = %+v", in.Policies)
+	}
+
+	h.Set("RateLimit", `"default";r=11;t=1`)
+	h.Del("Retry-After")
+	h.Del("Cache-Control")
+	in = Inspect(429, h, now)
+	if in.LimitErr == nil || in.RetryAfterErr == nil || !in.Storable {
+		t.Errorf("Inspect(bad 429) = %+v; want r>q, missing Retry-After and storable flagged", in)
+	}
+
+	in = Inspect(200, http.Header{"X-Ratelimit-Remaining": {"1"}}, now)
+	if in.HasPolicy || in.HasLimit || in.RetryAfterErr != nil || in.Storable || !in.HasLegacy {
+		t.Errorf("Inspect(200 legacy) = %+v", in)
+	}
+}

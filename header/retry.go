@@ -1,0 +1,88 @@
+package header
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RetryAfter is a parsed Retry-After value (RFC 9110 section 10.2.3):
+// either delay-seconds or an HTTP-date.
+type RetryAfter struct {
+	Delay  time.Duration // the delay; for a date, the date minus now (may be negative)
+	IsDate bool          // the value was an HTTP-date
+	Date   time.Time     // the date, when IsDate
+}
+
+// ParseRetryAfter reads delay-seconds (1*DIGIT) or an HTTP-date (IMF-fixdate,
+// or the obsolete RFC 850 and asctime forms a recipient must accept) relative
+// to now. Signs, fractions, spaces inside the number and values that
+// overflow a time.Duration are errors.
+func ParseRetryAfter(v string, now time.Time) (RetryAfter, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return RetryAfter{}, invalidf("%s is empty", NameRetryAfter)
+	}
+	if v[0] >= '0' && v[0] <= '9' {
+		for i := 0; i < len(v); i++ {
+			if v[i] < '0' || v[i] > '9' {
+				return RetryAfter{}, invalidf("%s %q: delay-seconds must be digits only", NameRetryAfter, v)
+			}
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n > int64(time.Duration(1<<63-1)/time.Second) {
+			return RetryAfter{}, invalidf("%s %q: delay-seconds out of range", NameRetryAfter, v)
+		}
+		return RetryAfter{Delay: time.Duration(n) * time.Second}, nil
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return RetryAfter{}, invalidf("%s %q is neither delay-seconds nor an HTTP-date", NameRetryAfter, v)
+	}
+	return RetryAfter{Delay: t.Sub(now), IsDate: true, Date: t}, nil
+}
+
+// CheckRetryAfter applies the rule `ratelimit load` holds a 429 to: the
+// field is present and is delay-seconds of at least 1, or an HTTP-date.
+// (A date in the past is not flagged: clocks differ.)
+func CheckRetryAfter(h http.Header, now time.Time) (RetryAfter, error) {
+	vs := h[NameRetryAfter] // canonical already
+	switch len(vs) {
+	case 0:
+		return RetryAfter{}, invalidf("%s is missing", NameRetryAfter)
+	case 1:
+	default:
+		return RetryAfter{}, invalidf("%s appears %d times", NameRetryAfter, len(vs))
+	}
+	ra, err := ParseRetryAfter(vs[0], now)
+	if err != nil {
+		return ra, err
+	}
+	if !ra.IsDate && ra.Delay < time.Second {
+		return ra, invalidf("%s %q: delay-seconds must be at least 1", NameRetryAfter, vs[0])
+	}
+	return ra, nil
+}
+
+// FormatRetryAfter writes d as delay-seconds, rounded up to a whole second
+// and never below 1 (a client told "0" retries at once).
+func FormatRetryAfter(d time.Duration) string {
+	s := int64(1)
+	if d > time.Second {
+		s = int64(d / time.Second)
+		if d%time.Second != 0 {
+			s++
+		}
+	}
+	return strconv.FormatInt(s, 10)
+}
+
+// FormatRetryAfterMs is FormatRetryAfter for a delay in milliseconds, the
+// unit the limiter scripts reply in.
+func FormatRetryAfterMs(ms int64) string {
+	if ms > int64(time.Duration(1<<63-1)/time.Millisecond) {
+		ms = int64(time.Duration(1<<63-1) / time.Millisecond)
+	}
+	return FormatRetryAfter(time.Duration(ms) * time.Millisecond)
+}

@@ -1,0 +1,422 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+)
+
+// engine is one run in progress.
+type engine struct {
+	o      Options
+	sched  Schedule
+	client *http.Client
+	tr     *http.Transport // nil when Options.Transport was given
+	reqs   []*http.Request // prepared once: one per identity (or one)
+
+	h1     bool        // use the lean HTTP/1.1 client (see h1.go)
+	h1Addr string      // host:port to dial
+	h1Reqs []h1Request // prepared once, like reqs
+
+	start     time.Time // monotonic origin of every offset
+	startWall time.Time // Options.Now() at the start
+	parent    context.Context
+	runCtx    context.Context // cancelled by an interrupt or the hard deadline
+
+	idle     idleStack
+	expectOK [600]bool
+	record   bool  // keep every arrival (for the verdict)
+	maxLat   int64 // histogram ceiling, µs
+}
+
+// idleStack holds the idle VUs. It is a stack: the next iteration goes to
+// the VU that finished last, which is often still running (so no parked
+// goroutine must be woken) and whose connection is warm; a FIFO would hand
+// work to the VU idle longest, always parked.
+type idleStack struct {
+	mu  sync.Mutex
+	vus []*vu
+}
+
+func (s *idleStack) push(v *vu) {
+	s.mu.Lock()
+	s.vus = append(s.vus, v)
+	s.mu.Unlock()
+}
+
+// pop returns the most recently idle VU (nil if none) and how many VUs are
+// idle after it was taken.
+func (s *idleStack) pop() (*vu, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.vus)
+	if n == 0 {
+		return nil, 0
+	}
+	v := s.vus[n-1]
+	s.vus = s.vus[:n-1]
+	return v, n - 1
+}
+
+// job is one iteration handed to a VU.
+type job struct {
+	i   int64
+	due time.Duration
+}
+
+// Run executes the load test described by o and returns its result. Bad
+// options are exit-2 errors; a target that refuses the connection before the
+// clock starts is an exit-3 error. When ctx is cancelled (Ctrl-C) Run stops
+// scheduling, cuts the requests in flight and returns the result of what
+// ran with Interrupted set and a nil error.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	sched, _ := NewSchedule(o.Rate, o.Duration) // validated by withDefaults
+	if o.Expect != nil {
+		if err := o.Expect.validate(); err != nil {
+			return nil, err
+		}
+	}
+	e := &engine{o: o, sched: sched, parent: ctx, record: o.Expect != nil}
+	for _, s := range o.ExpectStatus {
+		e.expectOK[s] = true
+	}
+	e.maxLat = int64((o.Timeout + MaxLateness + 5*time.Second) / time.Microsecond)
+	if err := e.prepare(); err != nil {
+		return nil, err
+	}
+	if err := e.preflight(ctx); err != nil {
+		return nil, err
+	}
+	return e.run(ctx), nil
+}
+
+// prepare builds the HTTP client and the requests, once.
+func (e *engine) prepare() error {
+	o := e.o
+	if o.Transport != nil {
+		e.client = &http.Client{Transport: o.Transport}
+	} else {
+		e.tr = &http.Transport{
+			Proxy: http.ProxyFromEnvironment,
+			DialContext: (&net.Dialer{
+				Timeout:   o.Timeout,
+				KeepAlive: 30 * time.Second,
+			}).DialContext,
+			// Every VU may hold a connection: keep them all idle between
+			// iterations instead of closing and re-dialling.
+			MaxIdleConns:          o.MaxVUs,
+			MaxIdleConnsPerHost:   o.MaxVUs,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   o.Timeout,
+			ExpectContinueTimeout: time.Second,
+			DisableCompression:    true, // measure the bytes the target sends
+			ForceAttemptHTTP2:     true,
+		}
+		e.client = &http.Client{Transport: e.tr}
+	}
+	// A 3xx is an answer to count, not a hop to follow.
+	e.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+	n := max(o.Identities, 1)
+	e.reqs = make([]*http.Request, n)
+	for k := range n {
+		req, err := http.NewRequest(o.Method, o.Target, nil)
+		if err != nil {
+			return exitcode.Usagef("--target %q: %v", o.Target, err)
+		}
+		for name, vs := range o.Headers {
+			if http.CanonicalHeaderKey(name) == "Host" {
+				req.Host = vs[0]
+				continue
+			}
+			req.Header[name] = append([]string(nil), vs...)
+		}
+		if o.Identities > 0 {
+			req.Header.Set(o.IdentityHeader, IdentityValue(o.RunID, k))
+		}
+		if len(o.Body) > 0 {
+			req.ContentLength = int64(len(o.Body))
+		}
+		e.reqs[k] = req
+	}
+	u, _ := url.Parse(o.Target)
+	if useH1(&e.o, u, e.reqs[0]) {
+		e.h1 = true
+		e.h1Addr = u.Host
+		if u.Port() == "" {
+			e.h1Addr = net.JoinHostPort(u.Hostname(), "80")
+		}
+		e.h1Reqs = make([]h1Request, n)
+		for k := range n {
+			id := ""
+			if o.Identities > 0 {
+				id = IdentityValue(o.RunID, k)
+			}
+			e.h1Reqs[k] = h1Prepare(&e.o, u, id)
+		}
+	}
+	return nil
+}
+
+// preflight dials the target once before the clock starts, so a target
+// that is down gives exit 3 at once instead of a run of refused requests.
+func (e *engine) preflight(ctx context.Context) error {
+	if e.o.Transport != nil {
+		return nil
+	}
+	u, _ := url.Parse(e.o.Target)
+	host := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		host = net.JoinHostPort(u.Hostname(), port)
+	}
+	if proxy, _ := http.ProxyFromEnvironment(e.reqs[0]); proxy != nil {
+		return nil // the proxy decides; requests will tell
+	}
+	d := net.Dialer{Timeout: min(e.o.Timeout, 5*time.Second)}
+	c, err := d.DialContext(ctx, "tcp", host)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return exitcode.UnreachableError(fmt.Errorf("target %s is unreachable: %w; start it or check --target", host, err))
+	}
+	return c.Close()
+}
+
+func (e *engine) run(ctx context.Context) *Result {
+	o := e.o
+	// The run's context ends on Ctrl-C (ctx) or at the hard deadline: the
+	// duration, the lateness bound and one timeout for the last requests.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e.runCtx = runCtx
+	e.idle.vus = make([]*vu, 0, o.MaxVUs)
+	var wg sync.WaitGroup
+	var vus []*vu
+	spawn := func() *vu {
+		v := newVU(e, len(vus))
+		vus = append(vus, v)
+		wg.Go(v.loop)
+		return v
+	}
+	for range o.PreAllocatedVUs {
+		e.idle.push(spawn())
+	}
+	if e.h1 {
+		e.h1Warm(vus)
+	}
+
+	e.startWall = o.Now()
+	e.start = time.Now()
+	hard := time.AfterFunc(o.Duration+MaxLateness+o.Timeout+time.Second, cancel)
+	defer hard.Stop()
+
+	var (
+		sent, droppedNoVU, droppedLate, added, maxBusy int64
+		interrupted                                    bool
+	)
+	live := o.Live
+	// Scheduling lateness: how long after its due time each iteration was
+	// handed to a VU. Only this goroutine records it.
+	lateness := newHistogram(e.maxLat)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	planned := e.sched.Planned()
+	i := int64(0)
+schedule:
+	for ; i < planned; i++ {
+		due, _ := e.sched.Due(i)
+		for {
+			wait := due - time.Since(e.start)
+			if wait <= 0 {
+				break
+			}
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				timer.Stop()
+				interrupted = true
+				break schedule
+			}
+		}
+		if ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+		late := time.Since(e.start) - due
+		if late > MaxLateness {
+			droppedLate++
+			if live != nil {
+				live.Dropped.Add(1)
+			}
+			continue
+		}
+		v, idle := e.idle.pop()
+		if v == nil && len(vus) < o.MaxVUs {
+			v = spawn()
+			added++
+		}
+		if v == nil {
+			droppedNoVU++
+			if live != nil {
+				live.Dropped.Add(1)
+			}
+			continue
+		}
+		v.jobs <- job{i: i, due: due}
+		record(lateness, late)
+		sent++
+		busy := int64(len(vus) - idle)
+		maxBusy = max(maxBusy, busy)
+		if live != nil {
+			live.Sent.Add(1)
+			live.ActiveVUs.Store(busy)
+		}
+	}
+	for _, v := range vus {
+		close(v.jobs)
+	}
+	wg.Wait()
+	elapsed := time.Since(e.start)
+	if e.tr != nil {
+		e.tr.CloseIdleConnections()
+	}
+	if live != nil {
+		live.ActiveVUs.Store(0)
+	}
+
+	res := &Result{
+		Kind: "load", Version: 1,
+		Target: o.Target, Method: o.Method, StartedAt: e.startWall,
+		Rate: o.Rate.String(), RatePerS: o.Rate.PerSecond(),
+		DurationS: o.Duration.Seconds(), ElapsedS: elapsed.Seconds(), TimeoutS: o.Timeout.Seconds(),
+		Identities: o.Identities, RunID: o.RunID,
+		Planned: planned, Sent: sent,
+		DroppedNoVU: droppedNoVU, DroppedLate: droppedLate, Dropped: droppedNoVU + droppedLate,
+		Interrupted: interrupted,
+		VUs:         VUStats{PreAllocated: o.PreAllocatedVUs, Max: o.MaxVUs, Peak: len(vus), Added: added, MaxBusy: maxBusy},
+	}
+	res.NotStarted = planned - sent - res.Dropped
+	e.merge(res, vus, lateness)
+	return res
+}
+
+// do runs iteration j on VU v and records it.
+func (e *engine) do(v *vu, j job) {
+	o := &e.o
+	if e.h1 {
+		r := &e.h1Reqs[int(j.i%int64(len(e.h1Reqs)))]
+		send := time.Since(e.start)
+		status, err := e.h1Do(v, r)
+		if status != 0 {
+			v.inspect(status, v.h1.hdr, e.startWall.Add(send))
+		}
+		done := time.Since(e.start)
+		v.add(j, send, done, status, e.errKind(status, err, false))
+		return
+	}
+	if v.ctx == nil {
+		v.renew()
+	}
+	k := int(j.i % int64(len(e.reqs)))
+	var req *http.Request
+	if v.reqs != nil {
+		if req = v.reqs[k]; req == nil {
+			req = e.reqs[k].WithContext(v.ctx)
+			v.reqs[k] = req
+		}
+	} else {
+		req = e.reqs[k].WithContext(v.ctx)
+		if len(o.Body) > 0 {
+			body := o.Body
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
+	}
+	v.timer.Reset(o.Timeout)
+	send := time.Since(e.start)
+	resp, err := e.client.Do(req)
+	status := 0
+	if err == nil {
+		status = resp.StatusCode
+		v.inspect(status, resp.Header, e.startWall.Add(send))
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			status = 0 // the body was cut: a transport error after all
+		}
+	}
+	timedOut := !v.timer.Stop()
+	done := time.Since(e.start)
+	if timedOut {
+		v.renew() // the timer cancelled this VU's context
+	}
+	v.add(j, send, done, status, e.errKind(status, err, timedOut))
+}
+
+// errKind names the outcome of a request without a status: interrupted by
+// Ctrl-C, a timeout (its own, or the run's hard deadline), or a transport
+// error.
+func (e *engine) errKind(status int, err error, timedOut bool) string {
+	switch {
+	case status != 0:
+		return ""
+	case e.parent.Err() != nil:
+		return errInterrupted
+	case timedOut, e.runCtx.Err() != nil:
+		return "timeout"
+	default:
+		return classify(err)
+	}
+}
+
+const errInterrupted = "interrupted"
+
+// classify names a transport error for the errors table.
+func classify(err error) string {
+	var ne net.Error
+	var oe *net.OpError
+	var de *net.DNSError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.As(err, &de):
+		return "dns"
+	case errors.As(err, &oe) && oe.Op == "dial":
+		if isRefused(err) {
+			return "connection refused"
+		}
+		return "dial"
+	case isReset(err):
+		return "connection reset"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "eof"
+	default:
+		return "other"
+	}
+}
+
+// ConnectKinds are the error kinds that mean the target could not be
+// reached at all (exit 3 when they are all a run got).
+var ConnectKinds = map[string]bool{"connection refused": true, "dns": true, "dial": true}
+
+func statusKey(s int) string { return strconv.Itoa(s) }

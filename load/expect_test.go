@@ -1,0 +1,206 @@
+package load
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/eval/model"
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/rate"
+)
+
+func TestParseExpect(t *testing.T) {
+	tests := []struct {
+		in   string
+		want eval.Params
+		auto bool
+	}{
+		{"auto", eval.Params{}, true},
+		{"AUTO", eval.Params{}, true},
+		{"token-bucket:burst=10,rate=5/s", eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1}, false},
+		{"token-bucket: capacity=10, rate=300/m", eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 300, Per: time.Minute}, Cost: 1}, false},
+		{"sliding-window:limit=100,window=60s", eval.Params{Algo: eval.SlidingWindow, Limit: 100, Window: time.Minute, Cost: 1}, false},
+		{"fixed-window:window=1m,limit=100", eval.Params{Algo: eval.FixedWindow, Limit: 100, Window: time.Minute, Cost: 1}, false},
+		{"gcra:rate=5/s,burst=10", eval.Params{Algo: eval.GCRA, Rate: rate.Rate{Count: 5, Per: time.Second}, Burst: 10, Cost: 1}, false},
+	}
+	for _, tt := range tests {
+		x, err := ParseExpect(tt.in)
+		if err != nil {
+			t.Errorf("ParseExpect(%q): %v", tt.in, err)
+			continue
+		}
+		if x.Auto != tt.auto || !tt.auto && x.Params != tt.want {
+			t.Errorf("ParseExpect(%q) = %+v, want %+v auto %v", tt.in, x, tt.want, tt.auto)
+		}
+	}
+	bad := []struct{ in, msg string }{
+		{"", "unknown model"},
+		{"leaky:rate=5/s", "unknown model"},
+		{"token-bucket", "needs burst"},
+		{"token-bucket:burst=10", "needs rate"},
+		{"token-bucket:burst=10,rate=5/s,limit=3", "not limit"},
+		{"token-bucket:burst=0,rate=5/s", "positive integer"},
+		{"token-bucket:burst=10,rate=fast", "invalid rate"},
+		{"token-bucket:burst=10,burst=11,rate=5/s", "given twice"},
+		{"sliding-window:limit=100,window=forever", "duration"},
+		{"sliding-window:limit=100,window=1500us", "whole milliseconds"},
+		{"gcra:rate=5/s", "needs burst"},
+		{"token-bucket:burst,rate=5/s", "not key=value"},
+	}
+	for _, tt := range bad {
+		_, err := ParseExpect(tt.in)
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("ParseExpect(%q) = %v, want a usage error containing %q", tt.in, err, tt.msg)
+		}
+	}
+}
+
+// simulate builds the arrivals of n requests every period, round-robin over
+// ids identities, answered by the model p as a target would (decided at the
+// send time plus netMs), each response ending latMs after its send.
+func simulate(t *testing.T, p eval.Params, n int, period time.Duration, ids int, netMs, latMs int64) []Arrival {
+	t.Helper()
+	l, err := eval.NewLimiter(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := make([]model.Limiter, ids)
+	for k := range ms {
+		ms[k] = l.Model()
+	}
+	var out []Arrival
+	for i := range n {
+		send := int64(i) * int64(period)
+		k := i % ids
+		st := 429
+		if ms[k].Allow(1_000_000+send/1e6+netMs, 1).Allowed {
+			st = 200
+		}
+		out = append(out, Arrival{Identity: k, SendNs: send, DoneNs: send + latMs*1e6, Status: st})
+	}
+	return out
+}
+
+func TestJudgeTokenBucket(t *testing.T) {
+	p := eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1}
+	x := Expectation{Spec: "token-bucket:burst=10,rate=5/s", Params: p}
+	arr := simulate(t, p, 600, 50*time.Millisecond, 1, 0, 1)
+	j := Judge(x, JudgeInput{Arrivals: arr, Identities: 1, StartMs: 1_000_000, JitterMs: 1})
+	want := "allowed 159 of 600; expected 159 (token bucket 10 + 5/s over 29.95 s) ±2: pass"
+	if got := j.Line(); got != want {
+		t.Errorf("Line() = %q, want %q", got, want)
+	}
+	if j.Tol != (TolParts{Jitter: 1, Shift: 0, Rounding: 1}) {
+		t.Errorf("tolerance parts %+v", j.Tol)
+	}
+
+	// The same observation judged against a faster bucket fails.
+	fast := p
+	fast.Rate = rate.Rate{Count: 10, Per: time.Second}
+	j = Judge(Expectation{Spec: "fast", Params: fast}, JudgeInput{Arrivals: arr, Identities: 1, StartMs: 1_000_000, JitterMs: 1})
+	if j.Pass || j.Expected < 300 {
+		t.Errorf("faster bucket: %s", j.Line())
+	}
+
+	// A target that decided 3 ms after the send (network time) still passes.
+	late := simulate(t, p, 600, 50*time.Millisecond, 1, 3, 5)
+	j = Judge(x, JudgeInput{Arrivals: late, Identities: 1, StartMs: 1_000_000, JitterMs: 5})
+	if !j.Pass {
+		t.Errorf("3 ms network time: %s (%+v)", j.Line(), j.Tol)
+	}
+
+	// Transport errors widen the tolerance, one per unknown outcome.
+	arr[10].Status, arr[11].Status = 0, 0
+	j = Judge(x, JudgeInput{Arrivals: arr, Identities: 1, StartMs: 1_000_000, JitterMs: 1})
+	if j.Tol.Unknown != 2 || j.Tolerance != 4 || j.Of != 600 {
+		t.Errorf("with 2 unknown: tolerance %d parts %+v of %d", j.Tolerance, j.Tol, j.Of)
+	}
+}
+
+func TestJudgeIdentitiesScale(t *testing.T) {
+	p := eval.Params{Algo: eval.SlidingWindow, Limit: 100, Window: time.Minute, Cost: 1}
+	arr := simulate(t, p, 200, 50*time.Millisecond, 1, 0, 1)
+	j := Judge(Expectation{Spec: "s", Params: p}, JudgeInput{Arrivals: arr, Identities: 1, JitterMs: 1})
+	if j.Expected != 100 || j.Observed != 100 || !j.Pass {
+		t.Errorf("one identity: %s", j.Line())
+	}
+	arr = simulate(t, p, 600, 10*time.Millisecond, 4, 0, 1)
+	j = Judge(Expectation{Spec: "s", Params: p}, JudgeInput{Arrivals: arr, Identities: 4, JitterMs: 1})
+	if j.Expected != 400 || j.Observed != 400 || !j.Pass || !strings.Contains(j.Description, "x 4 identities") {
+		t.Errorf("four identities: %s", j.Line())
+	}
+	// Judged as one identity, the same observation fails.
+	j = Judge(Expectation{Spec: "s", Params: p}, JudgeInput{Arrivals: arr, Identities: 1, JitterMs: 1})
+	if j.Pass {
+		t.Errorf("four identities judged as one: %s", j.Line())
+	}
+}
+
+func TestJudgeAuto(t *testing.T) {
+	bucket := eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1}
+	window := eval.Params{Algo: eval.SlidingWindow, Limit: 10, Window: 2 * time.Second, Cost: 1}
+	auto := Expectation{Spec: "auto", Auto: true}
+	policy := `"default";q=10;w=2`
+
+	j := Judge(auto, JudgeInput{Arrivals: simulate(t, bucket, 600, 50*time.Millisecond, 1, 0, 1), Identities: 1, JitterMs: 1, Policy: policy})
+	if !j.Pass || j.Fits != "token-bucket:burst=10,rate=5/s" || len(j.Readings) != 3 {
+		t.Errorf("bucket target: fits %q pass %v readings %+v", j.Fits, j.Pass, j.Readings)
+	}
+	if j.Readings[1].Fits || j.Readings[2].Fits {
+		t.Errorf("a window reading fits a bucket: %+v", j.Readings)
+	}
+
+	j = Judge(auto, JudgeInput{Arrivals: simulate(t, window, 600, 50*time.Millisecond, 1, 0, 1), Identities: 1, JitterMs: 1, Policy: policy})
+	if !j.Pass || !strings.HasPrefix(j.Fits, "sliding-window") && !strings.HasPrefix(j.Fits, "fixed-window") || j.Readings[0].Fits {
+		t.Errorf("window target: fits %q readings %+v", j.Fits, j.Readings)
+	}
+
+	for _, pol := range []string{"", `"d";q=10`, `garbage`} {
+		j = Judge(auto, JudgeInput{Arrivals: simulate(t, window, 10, 50*time.Millisecond, 1, 0, 1), Identities: 1, Policy: pol})
+		if j.Pass || !strings.Contains(j.Note, "no RateLimit-Policy") {
+			t.Errorf("policy %q: %+v", pol, j)
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	h, err := ParseHeaders([]string{"x-api-key: abc", "Accept:  text/plain ", "X-Multi: 1", "x-multi: 2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Get("X-Api-Key") != "abc" || h.Get("Accept") != "text/plain" || len(h["X-Multi"]) != 2 {
+		t.Errorf("ParseHeaders = %v", h)
+	}
+	for _, bad := range []string{"novalue", ": x", "bad name: x", "X: a\nb"} {
+		if _, err := ParseHeaders([]string{bad}); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("ParseHeaders(%q) = %v, want usage error", bad, err)
+		}
+	}
+
+	st, err := ParseStatuses("200, 429")
+	if err != nil || len(st) != 2 || st[0] != 200 || st[1] != 429 {
+		t.Errorf("ParseStatuses = %v, %v", st, err)
+	}
+	st, err = ParseStatuses("2xx,429")
+	if err != nil || len(st) != 101 || st[0] != 200 || st[99] != 299 {
+		t.Errorf("ParseStatuses(2xx) = %d codes, %v", len(st), err)
+	}
+	for _, bad := range []string{"", "ok", "600", "99", "6xx"} {
+		if _, err := ParseStatuses(bad); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("ParseStatuses(%q) = %v, want usage error", bad, err)
+		}
+	}
+
+	for in, want := range map[string]float64{"1%": 0.01, "0.5%": 0.005, "0": 0, "0.02": 0.02, "100%": 1} {
+		if got, err := ParsePercent(in); err != nil || got != want {
+			t.Errorf("ParsePercent(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1%", "lots", "101%", "NaN"} {
+		if _, err := ParsePercent(bad); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("ParsePercent(%q) = %v, want usage error", bad, err)
+		}
+	}
+}

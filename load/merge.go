@@ -1,0 +1,205 @@
+package load
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// LatenessWarn is the scheduling lateness p99 above which the generator is
+// reported as behind even when nothing was dropped.
+const LatenessWarn = 10 * time.Millisecond
+
+// merge folds the VUs' private records into res and computes the
+// thresholds, the verdict on the admitted count and the overall verdict.
+func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
+	o := e.o
+	lat := newHistogram(e.maxLat)
+	fromDue := newHistogram(e.maxLat)
+	res.Status = map[string]int64{}
+	res.Errors = map[string]int64{}
+	timeline := map[int]map[int]int64{}
+	var arrivals []Arrival
+	var h Headers
+	policyValues := map[string]int64{}
+	for _, v := range vus {
+		lat.Merge(v.lat)
+		fromDue.Merge(v.fromDue)
+		for s, n := range v.status {
+			res.Status[strconv.Itoa(s)] += n
+		}
+		for k, n := range v.errs {
+			res.Errors[k] += n
+		}
+		for sec, m := range v.timeline {
+			if m == nil {
+				continue
+			}
+			if timeline[sec] == nil {
+				timeline[sec] = map[int]int64{}
+			}
+			for s, n := range m {
+				timeline[sec][s] += n
+			}
+		}
+		arrivals = append(arrivals, v.arrivals...)
+		res.Completed += v.completed
+		res.Responses += v.responses
+		res.Allowed += v.allowed
+		res.RateLimited += v.limited
+		res.Failed += v.failed
+
+		c := v.hdr
+		h.RateLimit.add(c.limitPresent, c.limitValid, c.limitErr)
+		h.Policy.add(c.policyPresent, c.policyValid, c.policyErr)
+		h.RetryAfter.Checked += c.retryChecked
+		h.RetryAfter.add(c.retryPresent, c.retryValid, c.retryErr)
+		h.Storable429 += c.storable
+		if h.StorableWhy == "" {
+			h.StorableWhy = c.storableWhy
+		}
+		h.Legacy += c.legacy
+		if h.LegacyName == "" {
+			h.LegacyName = c.legacyPrefix
+		}
+		for raw, n := range c.policyValues {
+			policyValues[raw] += n
+		}
+	}
+	h.Responses = res.Responses
+	h.RateLimit.Checked = res.Responses
+	h.Policy.Checked = res.Responses
+	h.PolicyValue = mostCommon(policyValues)
+	res.Headers = h
+
+	res.Latency = latency(lat)
+	res.LatencyFromDue = latency(fromDue)
+	res.Lateness = latency(late)
+	if res.Completed > 0 {
+		res.FailedPct = 100 * float64(res.Failed) / float64(res.Completed)
+	}
+	if res.Responses > 0 {
+		res.RateLimitedPct = 100 * float64(res.RateLimited) / float64(res.Responses)
+	}
+	// Sends per second of the schedule (of what ran, after Ctrl-C).
+	switch {
+	case res.Interrupted && res.ElapsedS > 0:
+		res.AchievedRate = float64(res.Sent) / min(res.ElapsedS, res.DurationS)
+	case res.DurationS > 0:
+		res.AchievedRate = float64(res.Sent) / res.DurationS
+	}
+
+	// The timeline has every second of the run, empty ones included.
+	last := int(o.Duration/time.Second) - 1
+	if o.Duration%time.Second != 0 {
+		last++
+	}
+	for sec := range timeline {
+		last = max(last, sec)
+	}
+	res.Timeline = make([]Second, 0, last+1)
+	for sec := 0; sec <= last; sec++ {
+		st := map[string]int64{}
+		for s, n := range timeline[sec] {
+			if s == 0 {
+				st["error"] += n
+			} else {
+				st[strconv.Itoa(s)] += n
+			}
+		}
+		res.Timeline = append(res.Timeline, Second{Second: sec, Status: st})
+	}
+
+	e.generator(res)
+	e.thresholds(res)
+	if o.Expect != nil && !res.Interrupted {
+		sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].SendNs < arrivals[j].SendNs })
+		j := Judge(*o.Expect, JudgeInput{
+			Arrivals:   arrivals,
+			Identities: max(o.Identities, 1),
+			StartMs:    e.startWall.UnixMilli(),
+			JitterMs:   res.Latency.P99,
+			Policy:     h.PolicyValue,
+		})
+		res.Expect = &j
+	}
+	res.Verdict = "pass"
+	for _, c := range res.Thresholds {
+		if !c.Pass {
+			res.Verdict = "fail"
+			res.VerdictMessages = append(res.VerdictMessages, fmt.Sprintf("threshold %s: %s > %s", c.Name, c.Actual, c.Limit))
+		}
+	}
+	if res.Expect != nil && !res.Expect.Pass {
+		res.Verdict = "fail"
+		res.VerdictMessages = append(res.VerdictMessages, res.Expect.Line())
+	}
+	if res.Interrupted {
+		res.Verdict = "interrupted"
+	}
+}
+
+func (f *FieldStat) add(present, valid int64, example string) {
+	f.Present += present
+	f.Valid += valid
+	if f.Example == "" {
+		f.Example = example
+	}
+}
+
+func mostCommon(m map[string]int64) string {
+	best, bestN := "", int64(0)
+	for k, n := range m {
+		if n > bestN || n == bestN && k < best {
+			best, bestN = k, n
+		}
+	}
+	return best
+}
+
+func ms(us int64) float64 { return float64(us) / 1000 }
+
+func latency(h *hdrhistogram.Histogram) Latency {
+	if h.TotalCount() == 0 {
+		return Latency{}
+	}
+	return Latency{
+		Count: h.TotalCount(),
+		Min:   ms(h.Min()),
+		Mean:  float64(int64(h.Mean())) / 1000,
+		P50:   ms(h.ValueAtQuantile(50)),
+		P90:   ms(h.ValueAtQuantile(90)),
+		P99:   ms(h.ValueAtQuantile(99)),
+		Max:   ms(h.Max()),
+	}
+}
+
+// generator decides whether the generator, not the target, fell behind.
+func (e *engine) generator(res *Result) {
+	var why []string
+	if res.DroppedNoVU > 0 {
+		why = append(why, fmt.Sprintf("%d iterations dropped: all %d VUs were busy when they fell due (raise --max-vus; the target's p99 is %.1f ms)",
+			res.DroppedNoVU, res.VUs.Max, res.Latency.P99))
+	}
+	if res.DroppedLate > 0 {
+		why = append(why, fmt.Sprintf("%d iterations dropped: the generator was more than %s late to start them (CPU starved?)",
+			res.DroppedLate, MaxLateness))
+	}
+	if p := res.Lateness.P99; p > float64(LatenessWarn/time.Millisecond) {
+		why = append(why, fmt.Sprintf("scheduling lateness p99 %.1f ms is above %s", p, LatenessWarn))
+	}
+	res.Generator = GenStat{FellBehind: len(why) > 0, Reasons: why}
+}
+
+func (e *engine) thresholds(res *Result) {
+	limit := e.o.MaxFailed * 100
+	res.Thresholds = append(res.Thresholds, Check{
+		Name:   "failed",
+		Limit:  fmt.Sprintf("%s%%", strconv.FormatFloat(limit, 'f', -1, 64)),
+		Actual: fmt.Sprintf("%.2f%%", res.FailedPct),
+		Pass:   res.FailedPct <= limit,
+	})
+}

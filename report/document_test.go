@@ -1,0 +1,609 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/race"
+	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/redisconn"
+)
+
+// The fixed documents in testdata/*.json are the inputs of the golden tests
+// of every format here and of the `ratelimit report` command tests. They
+// are written from the builders below (go test ./report -update), so they
+// follow the Go types.
+
+// fixtureLoad is 20/s for 10 s against a token bucket of 10 at 5/s, judged
+// with --expect token-bucket:burst=10,rate=5/s: the admitted count fits,
+// but 3 of 200 requests failed (a threshold breach) and two 429s came
+// without Retry-After.
+func fixtureLoad(t *testing.T) *load.Result {
+	t.Helper()
+	lim, err := eval.NewLimiter(eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := lim.Model()
+	start := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	timeline := make([]load.Second, 10)
+	for i := range timeline {
+		timeline[i] = load.Second{Second: i, Status: map[string]int64{}}
+	}
+	var allowed int64
+	for i := range 200 {
+		at := int64(i) * 50
+		st := "429"
+		if m.Allow(start.UnixMilli()+at, 1).Allowed {
+			st = "200"
+			allowed++
+		}
+		timeline[at/1000].Status[st]++
+	}
+	// Three failures replace refusals: a 500 in second 3, two timeouts in 6.
+	timeline[3].Status["429"]--
+	timeline[3].Status["500"] = 1
+	timeline[6].Status["429"] -= 2
+	timeline[6].Status["error"] = 2
+	limited := 200 - allowed - 3
+	return &load.Result{
+		Kind: "load", Version: 1,
+		Target: "http://127.0.0.1:8011/hello?team=a|b", Method: "GET", StartedAt: start,
+		Rate: "20/s", RatePerS: 20, DurationS: 10, ElapsedS: 9.962, TimeoutS: 10, Identities: 1, RunID: "5f2c9a1e",
+		Planned: 200, Sent: 200, Completed: 200, Responses: 198, AchievedRate: 20,
+		Status:  map[string]int64{"200": allowed, "429": limited, "500": 1},
+		Allowed: allowed, RateLimited: limited, RateLimitedPct: 100 * float64(limited) / 198, Failed: 3, FailedPct: 1.5,
+		Errors:         map[string]int64{"timeout": 2},
+		Timeline:       timeline,
+		Latency:        load.Latency{Count: 200, Min: 0.21, Mean: 0.52, P50: 0.41, P90: 0.66, P99: 1.9, Max: 10000},
+		LatencyFromDue: load.Latency{Count: 200, Min: 0.25, Mean: 0.61, P50: 0.49, P90: 0.75, P99: 2.3, Max: 10000.4},
+		Lateness:       load.Latency{Count: 200, Min: 0.01, Mean: 0.07, P50: 0.05, P90: 0.09, P99: 0.4, Max: 0.9},
+		VUs:            load.VUStats{PreAllocated: 10, Max: 100, Peak: 10, MaxBusy: 3},
+		Headers: load.Headers{
+			Responses:   198,
+			RateLimit:   load.FieldStat{Checked: 198, Present: 198, Valid: 198},
+			Policy:      load.FieldStat{Checked: 198, Present: 198, Valid: 198},
+			RetryAfter:  load.FieldStat{Checked: limited, Present: limited - 2, Valid: limited - 2, Example: "invalid rate limit header: Retry-After is missing"},
+			PolicyValue: `"default";q=10;w=2`,
+		},
+		Thresholds: []load.Check{{Name: "failed", Limit: "1%", Actual: "1.50%", Pass: false}},
+		Expect: &load.Judged{
+			Model: "token-bucket:burst=10,rate=5/s", Description: "token bucket 10 + 5/s",
+			Expected: allowed, Observed: allowed, Of: 200, Tolerance: 3, OverS: 9.95, Pass: true,
+			Tol: load.TolParts{Jitter: 1, Rounding: 1, Unknown: 2},
+		},
+		Verdict:         "fail",
+		VerdictMessages: []string{"threshold failed: 1.50% > 1%"},
+	}
+}
+
+// fixtureRace is three trials of every built-in strategy and a user script
+// that admits everything, on a 3-primary cluster.
+func fixtureRace() race.Result {
+	yes := true
+	strat := func(name, label string, atomic bool, admitted []int, limit int) race.Strategy {
+		s := race.Strategy{Name: name, Label: label, AtomicExpected: atomic, Admitted: admitted}
+		for t, a := range admitted {
+			s.OverAdmitted = append(s.OverAdmitted, max(a-limit, 0))
+			v := int64(min(a, limit))
+			if !atomic {
+				v = int64(3 + t)
+			}
+			s.FinalValue = append(s.FinalValue, &v)
+			lost := int64(a) - v
+			s.LostUpdates = append(s.LostUpdates, &lost)
+			s.Retries = append(s.Retries, 0)
+			s.GiveUps = append(s.GiveUps, 0)
+			s.Errors = append(s.Errors, 0)
+			s.TrialP50Us = append(s.TrialP50Us, int64(900+100*t))
+			s.TrialP99Us = append(s.TrialP99Us, int64(3100+200*t))
+			s.WallUs = append(s.WallUs, int64(4000+300*t))
+		}
+		s.AdmittedMin, s.AdmittedMax = admitted[0], admitted[0]
+		for _, a := range admitted {
+			s.AdmittedMin, s.AdmittedMax = min(s.AdmittedMin, a), max(s.AdmittedMax, a)
+		}
+		sorted := slices.Sorted(slices.Values(admitted))
+		s.AdmittedMedian = float64(sorted[len(sorted)/2])
+		s.P50Us, s.P99Us = 1000, 3300
+		return s
+	}
+	naive := strat("naive", "naive GET+SET", false, []int{200, 196, 200}, 10)
+	multi := strat("multi", "GET+MULTI/SET", false, []int{187, 200, 194}, 10)
+	watch := strat("watch", "WATCH/MULTI", true, []int{10, 10, 10}, 10)
+	watch.Retries = []int{1043, 998, 1101}
+	watch.GiveUps = []int{0, 2, 0}
+	incr := strat("incr", "INCR", true, []int{10, 10, 10}, 10)
+	script := strat("script", "Lua script", true, []int{10, 10, 10}, 10)
+	user := strat("user", "always|`ok`.lua", true, []int{200, 200, 200}, 10)
+	user.Script = "scripts/always|`ok`.lua"
+	user.FinalValue, user.LostUpdates = []*int64{nil, nil, nil}, []*int64{nil, nil, nil}
+	return race.Result{
+		Kind: race.Kind, Version: race.Version,
+		Server: redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "cluster", Primaries: 3, Addr: "redis://127.0.0.1:7101"},
+		RunID:  "3f9a1c2b7d4e", Keys: "race:{3f9a1c2b7d4e}:*", Node: "127.0.0.1:7102",
+		Concurrency: 200, Limit: 10, Trials: 3, WatchAttempts: 10,
+		Strategies:     []race.Strategy{naive, multi, watch, incr, script, user},
+		RaceReproduced: &yes,
+		Verdict:        "fail",
+		Failures:       []string{"over-admission: always|`ok`.lua admitted 200 of 200 with limit 10 in trial 1"},
+		Notes:          []string{"WATCH/MULTI: 2 requests gave up after 10 attempts"},
+	}
+}
+
+// fixtureKeyslot is a keyslot run against a 3-primary cluster: keys (one
+// with characters that need escaping everywhere), two groups of which one
+// spans slots, two linted scripts of which one has findings, and the spread
+// of a template over the primaries.
+func fixtureKeyslot(t *testing.T) cluster.Result {
+	t.Helper()
+	tpl, err := cluster.ParseTemplate("rl:{tenant:%d}:tb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cluster.Run(t.Context(), cluster.Options{
+		Keys: []string{"rl:{user:42}:tb", "rl:user:42:tb", "somekey", "<b>a|b`c</b>", "123456789"},
+		Groups: []cluster.Group{
+			{Keys: []string{"rl:{user:42}:minute", "rl:{user:42}:day"}, File: "groups.txt", Line: 1},
+			{Keys: []string{"rl:user:7:minute", "rl:global:minute"}, File: "groups.txt", Line: 2},
+		},
+		Scripts: []cluster.Script{
+			{File: "lua/ok.lua", Src: []byte("local key = KEYS[1]\nreturn redis.call('INCR', key)\n")},
+			{File: "lua/bad.lua", Src: []byte("redis.call('INCR', 'rl:global')\nreturn redis.call('GET', ARGV[1])\n")},
+		},
+		Template: &tpl, From: 1, To: 20000,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := cluster.FromSlots([]redis.ClusterSlot{
+		{Start: 0, End: 5460, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7101"}, {Addr: "127.0.0.1:7104"}}},
+		{Start: 5461, End: 10922, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7102"}, {Addr: "127.0.0.1:7105"}}},
+		{Start: 10923, End: 16383, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7103"}, {Addr: "127.0.0.1:7106"}}},
+	})
+	res.Topology = top
+	res.Server = &redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "cluster", Primaries: 3, Addr: "redis://127.0.0.1:7101"}
+	for i := range res.Keys {
+		sh := top.Owner(res.Keys[i].Slot)
+		res.Keys[i].Node, res.Keys[i].Replicas = sh.Primary, sh.Replicas
+	}
+	sp := cluster.SpreadOf(tpl, 1, 20000, top)
+	res.Spread = &sp
+	return res
+}
+
+// fixtures are the fixed documents by file name in testdata.
+func fixtures(t *testing.T) map[string]any {
+	return map[string]any{
+		"load.json":     fixtureLoad(t),
+		"race.json":     fixtureRace(),
+		"keyslot.json":  fixtureKeyslot(t),
+		"eval.json":     tokenBucketResult(),
+		"simulate.json": simulateResult(),
+	}
+}
+
+// TestFixtureDocuments keeps testdata/*.json in step with the builders.
+func TestFixtureDocuments(t *testing.T) {
+	for name, doc := range fixtures(t) {
+		var b bytes.Buffer
+		if err := JSON(&b, doc); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, name, b.Bytes())
+	}
+}
+
+// readFixture decodes testdata/name as `ratelimit report` does.
+func readFixture(t *testing.T, name string) Document {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Decode(data)
+	if err != nil {
+		t.Fatalf("Decode(%s): %v", name, err)
+	}
+	d.Source = name
+	return d
+}
+
+func TestDecode(t *testing.T) {
+	kinds := map[string]string{"load.json": "load", "race.json": "race", "keyslot.json": "keyslot", "eval.json": "eval", "simulate.json": "simulate"}
+	for name, kind := range kinds {
+		d := readFixture(t, name)
+		if d.Kind != kind || d.Version != 1 {
+			t.Errorf("Decode(%s) = kind %q version %d, want %q 1", name, d.Kind, d.Version, kind)
+		}
+		if k, _, err := docKind(d.Value); err != nil || k != kind {
+			t.Errorf("Decode(%s) value %T has kind %q (%v)", name, d.Value, k, err)
+		}
+	}
+	full, err := os.ReadFile(filepath.Join("testdata", "load.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []struct {
+		name, in, want string
+	}{
+		{"empty", "", "empty"},
+		{"blank", " \n", "empty"},
+		{"truncated", string(full[:len(full)/2]), "truncated"},
+		{"truncated object", `{"kind": "load", "version": 1,`, "truncated"},
+		{"not json", "kind: load\n", "not JSON"},
+		{"array", `[{"kind":"load","version":1}]`, "foreign JSON"},
+		{"string", `"load"`, "foreign JSON"},
+		{"foreign object", `{"name": "x", "items": [1, 2]}`, "foreign JSON"},
+		{"kind without version", `{"kind": "load"}`, "foreign JSON"},
+		{"version not a number", `{"kind": "load", "version": "1"}`, "foreign JSON"},
+		{"unknown kind", `{"kind": "bench", "version": 1}`, `unknown kind "bench"`},
+		{"version 99", `{"kind": "load", "version": 99}`, "load document version 99 is not supported"},
+		{"version 0", `{"kind": "race", "version": 0}`, "version 0"},
+		{"wrong field type", `{"kind": "load", "version": 1, "sent": "many"}`, "does not fit version 1"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode([]byte(tt.in))
+			if err == nil {
+				t.Fatalf("Decode(%q) succeeded", tt.in)
+			}
+			if !errors.Is(err, ErrDocument) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("Decode(%q) = %q, want one line wrapping ErrDocument with %q", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
+// goldenOptions pin the text renderers: no colour, a fixed width.
+var goldenOptions = Options{Color: false, Width: 100}
+
+// goldenTime pins the clock the HTML page shows.
+var goldenTime = time.Date(2026, 12, 2, 12, 30, 0, 0, time.UTC)
+
+// TestReportGolden renders every fixed document in every format it has.
+func TestReportGolden(t *testing.T) {
+	for _, name := range []string{"load", "race", "keyslot", "eval", "simulate"} {
+		d := readFixture(t, name+".json")
+		for _, format := range Formats(d.Kind) {
+			if format == "json" {
+				continue // the input itself; TestFixtureDocuments pins it
+			}
+			t.Run(name+"/"+format, func(t *testing.T) {
+				var b bytes.Buffer
+				if err := Render(&b, format, d, goldenOptions); err != nil {
+					t.Fatal(err)
+				}
+				if bytes.Contains(b.Bytes(), []byte("\x1b[")) {
+					t.Errorf("%s output has ANSI escapes", format)
+				}
+				golden(t, "report_"+name+"."+format+".golden", b.Bytes())
+			})
+		}
+		t.Run(name+"/html", func(t *testing.T) {
+			var b bytes.Buffer
+			if err := HTML(&b, []Document{d}, HTMLOptions{Generated: goldenTime}); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "report_"+name+".html.golden", b.Bytes())
+		})
+	}
+}
+
+// TestTextColor pins the colour profile: with Color the verdict carries
+// ANSI colour and still the word.
+func TestTextColor(t *testing.T) {
+	d := readFixture(t, "race.json")
+	var b bytes.Buffer
+	if err := Render(&b, "text", d, Options{Color: true, Width: 100}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report_race.color.golden", b.Bytes())
+	if !bytes.Contains(b.Bytes(), []byte("\x1b[")) || !bytes.Contains(b.Bytes(), []byte("FAIL")) {
+		t.Errorf("colour text lacks ANSI escapes or the FAIL word")
+	}
+}
+
+func TestRenderRefusesFormat(t *testing.T) {
+	d := readFixture(t, "eval.json")
+	var b bytes.Buffer
+	err := Render(&b, "junit", d, Options{})
+	if err == nil || !strings.Contains(err.Error(), "eval documents have no junit output") || b.Len() != 0 {
+		t.Errorf("Render(junit, eval) = %v, wrote %d bytes", err, b.Len())
+	}
+	if err := Render(&b, "text", 42, Options{}); err == nil {
+		t.Error("Render of an int succeeded")
+	}
+}
+
+// The JUnit schema as CI systems read it, declared here independently of
+// the renderer's types.
+type xTestsuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     float64      `xml:"time,attr"`
+	Suites   []xTestsuite `xml:"testsuite"`
+}
+
+type xTestsuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Time     float64     `xml:"time,attr"`
+	Cases    []xTestcase `xml:"testcase"`
+}
+
+type xTestcase struct {
+	Name      string    `xml:"name,attr"`
+	Classname string    `xml:"classname,attr"`
+	Time      float64   `xml:"time,attr"`
+	Failure   *xFailure `xml:"failure"`
+	Error     *xFailure `xml:"error"`
+	Skipped   *struct{} `xml:"skipped"`
+}
+
+type xFailure struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+func TestJUnitParses(t *testing.T) {
+	tests := []struct {
+		file, suite string
+		cases       int
+		failing     []string // names of the testcases that must carry <failure>
+		skipped     int
+	}{
+		{"race.json", "ratelimit race", 6, []string{"always|`ok`.lua (user)"}, 0},
+		// thresholds 1, generator 1, headers 4, admitted count 1, verdict 1
+		{"load.json", "ratelimit load", 8, []string{"failed <= 1%", "Retry-After on every 429", "verdict"}, 0},
+		// groups 2, scripts 2
+		{"keyslot.json", "ratelimit keyslot", 4, []string{"groups.txt:2: rl:user:7:minute rl:global:minute", "lua/bad.lua"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			d := readFixture(t, tt.file)
+			var b bytes.Buffer
+			if err := Render(&b, "junit", d, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			var got xTestsuites
+			if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
+				t.Fatalf("junit does not parse: %v\n%s", err, b.String())
+			}
+			if len(got.Suites) != 1 || got.Suites[0].Name != tt.suite {
+				t.Fatalf("suites = %+v, want one named %q", got.Suites, tt.suite)
+			}
+			s := got.Suites[0]
+			if s.Tests != tt.cases || len(s.Cases) != tt.cases || got.Tests != tt.cases {
+				t.Errorf("tests = %d (%d testcases, %d in all), want %d", s.Tests, len(s.Cases), got.Tests, tt.cases)
+			}
+			var failing []string
+			skipped := 0
+			for _, c := range s.Cases {
+				if c.Name == "" || c.Classname == "" {
+					t.Errorf("testcase without name or classname: %+v", c)
+				}
+				if c.Failure != nil {
+					failing = append(failing, c.Name)
+					if c.Failure.Message == "" || strings.TrimSpace(c.Failure.Text) == "" {
+						t.Errorf("failure of %q lacks a message or text: %+v", c.Name, c.Failure)
+					}
+				}
+				if c.Skipped != nil {
+					skipped++
+				}
+			}
+			if strings.Join(failing, "\n") != strings.Join(tt.failing, "\n") {
+				t.Errorf("failing testcases = %q, want %q", failing, tt.failing)
+			}
+			if s.Failures != len(tt.failing) || got.Failures != len(tt.failing) || s.Errors != 0 || skipped != tt.skipped {
+				t.Errorf("failures = %d/%d, errors %d, skipped %d; want %d, 0, %d", s.Failures, got.Failures, s.Errors, skipped, len(tt.failing), tt.skipped)
+			}
+		})
+	}
+	// All three in one report: one testsuite per document.
+	var b bytes.Buffer
+	if err := JUnit(&b, readFixture(t, "race.json"), readFixture(t, "load.json"), readFixture(t, "keyslot.json")); err != nil {
+		t.Fatal(err)
+	}
+	var all xTestsuites
+	if err := xml.Unmarshal(b.Bytes(), &all); err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Suites) != 3 || all.Tests != 18 || all.Failures != 6 {
+		t.Errorf("combined junit: %d suites, %d tests, %d failures; want 3, 18, 6", len(all.Suites), all.Tests, all.Failures)
+	}
+}
+
+func TestJUnitLoadStates(t *testing.T) {
+	res := fixtureLoad(t)
+	res.Verdict, res.Interrupted, res.VerdictMessages = "interrupted", true, nil
+	res.RateLimited, res.Headers.RateLimit = 0, load.FieldStat{}
+	var b bytes.Buffer
+	if err := LoadJUnit(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	var got xTestsuites
+	if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]xTestcase{}
+	for _, c := range got.Suites[0].Cases {
+		byName[c.Name] = c
+	}
+	if c := byName["verdict"]; c.Error == nil || !strings.Contains(c.Error.Message, "interrupted") {
+		t.Errorf("interrupted verdict = %+v, want <error>", c)
+	}
+	for _, n := range []string{"RateLimit valid", "Retry-After on every 429", "429 not storable by caches"} {
+		if byName[n].Skipped == nil {
+			t.Errorf("%s = %+v, want <skipped> (nothing to check)", n, byName[n])
+		}
+	}
+	if got.Errors != 1 {
+		t.Errorf("errors = %d, want 1", got.Errors)
+	}
+}
+
+func TestMarkdownEscapes(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"a|b", `a\|b`},
+		{"`x`", "\\`x\\`"},
+		{"<b>*y*</b>", `\<b\>\*y\*\</b\>`},
+		{"a\nb", "a b"},
+		{"&lt;", "&amp;lt;"},
+	}
+	for _, tt := range tests {
+		if got := md(tt.in); got != tt.want {
+			t.Errorf("md(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	codes := []struct{ in, want string }{
+		{"rl:{user:42}:tb", "`rl:{user:42}:tb`"},
+		{"a|b", "`a\\|b`"},
+		{"a`b", "`` a`b ``"},
+		{"``", "``` `` ```"},
+		{"\x00\n", "`\\x00 `"},
+		{"", "(empty)"},
+	}
+	for _, tt := range codes {
+		if got := mdCode(tt.in); got != tt.want {
+			t.Errorf("mdCode(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	// Every table row of the rendered documents has as many unescaped
+	// pipes as its header row: no cell breaks out of its column.
+	for _, name := range []string{"race.json", "keyslot.json", "load.json"} {
+		var b bytes.Buffer
+		if err := Markdown(&b, readFixture(t, name)); err != nil {
+			t.Fatal(err)
+		}
+		cols := -1
+		for _, line := range strings.Split(b.String(), "\n") {
+			if !strings.HasPrefix(line, "|") {
+				cols = -1
+				continue
+			}
+			n := strings.Count(line, "|") - strings.Count(line, `\|`)
+			if cols < 0 {
+				cols = n
+			} else if n != cols {
+				t.Errorf("%s: row %q has %d cell separators, its table %d", name, line, n, cols)
+			}
+		}
+	}
+}
+
+func TestHTMLSelfContained(t *testing.T) {
+	var docs []Document
+	for _, name := range []string{"load.json", "race.json", "keyslot.json", "eval.json", "simulate.json"} {
+		docs = append(docs, readFixture(t, name))
+	}
+	docs[0].Source = `<script>alert("x")</script>.json`
+	var b bytes.Buffer
+	if err := HTML(&b, docs, HTMLOptions{Generated: goldenTime}); err != nil {
+		t.Fatal(err)
+	}
+	page := strings.ToLower(b.String())
+	for _, bad := range []string{"<script", "src=", "href=\"http", "href='http", "url(", "@import", "<link", "<iframe", "<img", "javascript:"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q", bad)
+		}
+	}
+	for _, want := range []string{
+		"&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;.json",   // the source name, escaped
+		"&lt;b&gt;a|b`c&lt;/b&gt;",                               // the keyslot key, escaped
+		"<svg", "class=\"line-expected\"", "class=\"ref-limit\"", // the envelope and the limit line
+		"admitted per strategy and trial", "keys given, per range of 256 slots", "keys per primary",
+		"remaining after each call", "latency percentiles", "cumulative admitted",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n := strings.Count(b.String(), "<section class=\"doc\""); n != len(docs) {
+		t.Errorf("page has %d sections, want %d", n, len(docs))
+	}
+	// Well-formed enough for an XML parser: the SVG and the tables nest.
+	dec := xml.NewDecoder(strings.NewReader(strings.TrimPrefix(b.String(), "<!DOCTYPE html>\n")))
+	dec.Entity = xml.HTMLEntity
+	for {
+		_, err := dec.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("page does not parse: %v", err)
+			}
+			break
+		}
+	}
+}
+
+// TestLoadEnvelope checks the expected admissions against the judged count.
+func TestLoadEnvelope(t *testing.T) {
+	res := fixtureLoad(t)
+	env, desc, ok := loadEnvelope(res)
+	if !ok || desc != "token bucket 10 + 5/s" || len(env) != 10 {
+		t.Fatalf("loadEnvelope = %v, %q, %v", env, desc, ok)
+	}
+	var sum float64
+	for _, v := range env {
+		sum += v
+	}
+	if int64(sum) != res.Expect.Expected {
+		t.Errorf("envelope admits %v in all, the verdict expected %d", sum, res.Expect.Expected)
+	}
+	if env[0] < 14 || env[1] != 5 {
+		t.Errorf("envelope = %v, want the burst in second 0 and 5/s after", env)
+	}
+	res.Expect = &load.Judged{Model: "auto", Fits: ""}
+	if _, _, ok := loadEnvelope(res); ok {
+		t.Error("auto without a fitting reading has an envelope")
+	}
+	res.Expect = nil
+	if _, _, ok := loadEnvelope(res); ok {
+		t.Error("a run without --expect has an envelope")
+	}
+}
+
+func TestNiceCeil(t *testing.T) {
+	tests := []struct{ in, top, step float64 }{
+		{200, 200, 50}, {10, 10, 2}, {14, 15, 5}, {0, 1, 0.2}, {0.9, 1, 0.2}, {10000.4, 12500, 2500},
+	}
+	for _, tt := range tests {
+		top, step := niceCeil(tt.in)
+		if top != tt.top || step != tt.step {
+			t.Errorf("niceCeil(%v) = %v, %v; want %v, %v", tt.in, top, step, tt.top, tt.step)
+		}
+	}
+}
+
+func TestFormatHelpers(t *testing.T) {
+	if got := secs(7.952223973) + " " + secs(30) + " " + secs(0.5); got != "7.95s 30s 0.5s" {
+		t.Errorf("secs = %q", got)
+	}
+	if got := pct(0.005); got != "0.500%" {
+		t.Errorf("pct(0.005) = %q", got)
+	}
+	if got := pct(0.735); got != "73.5%" {
+		t.Errorf("pct(0.735) = %q", got)
+	}
+	if got := countNoun(1, "key", "keys") + ", " + countNoun(2, "key", "keys") + ", " + plural(0, "trial", "trials"); got != "1 key, 2 keys, trials" {
+		t.Errorf("countNoun/plural = %q", got)
+	}
+}

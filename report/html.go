@@ -1,0 +1,235 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/race"
+)
+
+// HTMLOptions shape the HTML page.
+type HTMLOptions struct {
+	// Title of the page; empty means "ratelimit report".
+	Title string
+	// Generated is shown in the page's header; the zero time hides it.
+	Generated time.Time
+}
+
+// htmlCSS styles the page and its charts. System fonts only: nothing is
+// fetched. Colours of the data classes: admitted green, limited amber,
+// failed red, expectations dark blue lines.
+const htmlCSS = `
+:root { --fg:#1d2330; --muted:#5b6475; --line:#d9dde5; --bg:#ffffff; --panel:#f6f7f9;
+  --ok:#1b7f3b; --bad:#c0262d; --warn:#b26a00; }
+* { box-sizing: border-box; }
+body { margin: 0; padding: 24px 32px 48px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+  color: var(--fg); background: var(--bg); max-width: 1180px; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 19px; margin: 0 0 8px; display: flex; gap: 10px; align-items: center; }
+h3 { font-size: 15px; margin: 22px 0 6px; }
+p { margin: 4px 0; }
+code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; font-size: 12.5px; }
+.muted { color: var(--muted); }
+nav ul { list-style: none; padding: 0; margin: 10px 0 0; display: flex; flex-wrap: wrap; gap: 8px; }
+nav a { color: var(--fg); text-decoration: none; border: 1px solid var(--line); border-radius: 6px; padding: 3px 8px; display: inline-block; }
+section.doc { border: 1px solid var(--line); border-radius: 10px; padding: 18px 20px; margin: 22px 0; background: var(--bg); }
+.badge { font-size: 12px; font-weight: 700; letter-spacing: .04em; border-radius: 4px; padding: 2px 7px; border: 2px solid; }
+.badge.pass { color: var(--ok); border-color: var(--ok); }
+.badge.fail { color: #fff; background: var(--bad); border-color: var(--bad); }
+.badge.skip, .badge.note { color: var(--warn); border-color: var(--warn); }
+.verdict { font-size: 15px; font-weight: 600; margin: 8px 0; padding: 8px 12px; border-left: 5px solid var(--ok); background: var(--panel); }
+.verdict.fail { border-left-color: var(--bad); }
+.warn { color: var(--warn); }
+table { border-collapse: collapse; margin: 6px 0 10px; font-size: 13px; }
+th, td { border-bottom: 1px solid var(--line); padding: 4px 10px 4px 0; text-align: left; vertical-align: top; }
+th { font-weight: 600; color: var(--muted); }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+ul.notes { margin: 4px 0; padding-left: 20px; }
+svg.chart { display: block; max-width: 100%; height: auto; margin: 4px 0 8px; font-family: system-ui, sans-serif; }
+svg .grid { stroke: #eceef2; stroke-width: 1; }
+svg .axis { stroke: #8a92a3; stroke-width: 1; }
+svg .tick { fill: #5b6475; font-size: 11px; }
+svg .axis-label, svg .legend { fill: #1d2330; font-size: 12px; }
+svg .group-label { fill: #1d2330; font-size: 12px; font-weight: 600; }
+svg .ref-label { fill: #c0262d; font-size: 12px; font-weight: 600; }
+svg .admitted { fill: #2e9d55; }
+svg .limited { fill: #f0b429; }
+svg .failed { fill: #d64545; }
+svg .over { fill: #d64545; }
+svg .racy { fill: #9aa5b8; }
+svg .atomic { fill: #2e9d55; }
+svg .lat-send { fill: #5b8def; }
+svg .lat-due { fill: #1f3f8f; }
+svg .lat-late { fill: #b8c2d6; }
+svg .keys { fill: #5b8def; }
+svg .p0 { fill: #5b8def; } svg .p1 { fill: #2e9d55; } svg .p2 { fill: #f0b429; }
+svg .p3 { fill: #9b59b6; } svg .p4 { fill: #17a2b8; } svg .p5 { fill: #e67e22; }
+svg .pnone { fill: #b8c2d6; }
+svg .line-expected { fill: none; stroke: #1a237e; stroke-width: 2.5; stroke-dasharray: 6 3; }
+svg .line-observed { fill: none; stroke: #2e9d55; stroke-width: 2.5; }
+svg .line-remaining { fill: none; stroke: #5b8def; stroke-width: 2; }
+svg .band-expected { fill: #1a237e; fill-opacity: .12; stroke: none; }
+svg .ref-limit { stroke: #c0262d; stroke-width: 2; stroke-dasharray: 5 4; }
+svg .dot-allowed { fill: #2e9d55; stroke: #fff; stroke-width: 1; }
+svg .dot-refused { fill: #d64545; stroke: #fff; stroke-width: 1; }
+footer { margin-top: 28px; color: var(--muted); font-size: 12px; }
+`
+
+// HTML writes one self-contained page for all documents: inline CSS and
+// SVG charts, no scripts, nothing fetched from anywhere, so it works
+// offline and can be attached to a ticket. Every text from a document is
+// escaped.
+func HTML(w io.Writer, docs []Document, o HTMLOptions) error {
+	title := o.Title
+	if title == "" {
+		title = "ratelimit report"
+	}
+	var b strings.Builder
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
+	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n")
+	fmt.Fprintf(&b, "<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n", esc(title), htmlCSS)
+	fmt.Fprintf(&b, "<header>\n<h1>%s</h1>\n<p class=\"muted\">%s", esc(title), esc(countNoun(len(docs), "document", "documents")))
+	if !o.Generated.IsZero() {
+		fmt.Fprintf(&b, ", generated %s", esc(o.Generated.UTC().Format("2006-01-02 15:04:05 UTC")))
+	}
+	b.WriteString("</p>\n<nav><ul>\n")
+	for i, d := range docs {
+		pass, has := docVerdict(d.Value)
+		badge := ""
+		if has {
+			badge = htmlBadge(pass) + " "
+		}
+		fmt.Fprintf(&b, "<li><a href=\"#doc-%d\">%s%s</a></li>\n", i+1, badge, esc(docLabel(d)))
+	}
+	b.WriteString("</ul></nav>\n</header>\n")
+	for i, d := range docs {
+		fmt.Fprintf(&b, "<section class=\"doc\" id=\"doc-%d\">\n", i+1)
+		pass, has := docVerdict(d.Value)
+		badge := ""
+		if has {
+			badge = htmlBadge(pass)
+		}
+		fmt.Fprintf(&b, "<h2>%s <span>%s</span></h2>\n", badge, esc(docLabel(d)))
+		switch v := d.Value.(type) {
+		case *load.Result:
+			loadHTML(&b, v)
+		case race.Result:
+			raceHTML(&b, v)
+		case cluster.Result:
+			keyslotHTML(&b, v)
+		case eval.Result:
+			evalHTML(&b, v)
+		case eval.SimResult:
+			simulateHTML(&b, v)
+		case eval.Catalog:
+			scriptsHTML(&b, v)
+		default:
+			return fmt.Errorf("report: no html renderer for %T", d.Value)
+		}
+		b.WriteString("</section>\n")
+	}
+	b.WriteString("<footer>Written by ratelimit report. A self-contained page: inline CSS and SVG, no scripts, nothing fetched.</footer>\n</body>\n</html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// docLabel names a document: its kind and, when known, its file.
+func docLabel(d Document) string {
+	kind, _, err := docKind(d.Value)
+	if err != nil {
+		kind = d.Kind
+	}
+	label := "ratelimit " + kind
+	if d.Source != "" {
+		label += " · " + d.Source
+	}
+	return label
+}
+
+// docVerdict returns a document's verdict, when its kind has one.
+func docVerdict(v any) (pass, has bool) {
+	switch d := v.(type) {
+	case *load.Result:
+		return d.Verdict == "pass", d.Verdict == "pass" || d.Verdict == "fail"
+	case race.Result:
+		return d.Pass(), true
+	case cluster.Result:
+		return d.Pass(), true
+	case eval.SimResult:
+		return d.Agrees, true
+	case eval.Result:
+		if d.NoTTL != nil {
+			return len(d.NoTTL.Keys) == 0, true
+		}
+	}
+	return false, false
+}
+
+// htmlBadge is the verdict as a word in a box; colour only repeats it.
+func htmlBadge(pass bool) string {
+	if pass {
+		return `<span class="badge pass">PASS</span>`
+	}
+	return `<span class="badge fail">FAIL</span>`
+}
+
+// htmlVerdict is a verdict line: the word, then the explanation.
+func htmlVerdict(b *strings.Builder, pass bool, text string) {
+	cls := "verdict"
+	if !pass {
+		cls += " fail"
+	}
+	fmt.Fprintf(b, "<p class=\"%s\">%s %s</p>\n", cls, htmlBadge(pass), esc(text))
+}
+
+// htmlTable writes a table; cells are HTML (escape text with esc), columns
+// in right are numeric and right-aligned.
+func htmlTable(b *strings.Builder, headers []string, rows [][]string, right ...int) {
+	isRight := map[int]bool{}
+	for _, r := range right {
+		isRight[r] = true
+	}
+	cls := func(i int) string {
+		if isRight[i] {
+			return ` class="num"`
+		}
+		return ""
+	}
+	b.WriteString("<table>\n<thead><tr>")
+	for i, h := range headers {
+		fmt.Fprintf(b, "<th%s>%s</th>", cls(i), esc(h))
+	}
+	b.WriteString("</tr></thead>\n<tbody>\n")
+	for _, r := range rows {
+		b.WriteString("<tr>")
+		for i, c := range r {
+			fmt.Fprintf(b, "<td%s>%s</td>", cls(i), c)
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</tbody>\n</table>\n")
+}
+
+// htmlNotes writes a list of escaped lines.
+func htmlNotes(b *strings.Builder, cls string, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "<ul class=\"notes %s\">\n", cls)
+	for _, l := range lines {
+		fmt.Fprintf(b, "<li>%s</li>\n", esc(l))
+	}
+	b.WriteString("</ul>\n")
+}
+
+// htmlServer is the line saying what a command ran against.
+func htmlServer(b *strings.Builder, s string) {
+	fmt.Fprintf(b, "<p class=\"muted\">server: %s</p>\n", esc(s))
+}
+
+func htmlCode(s string) string { return "<code>" + esc(s) + "</code>" }

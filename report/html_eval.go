@@ -1,0 +1,107 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/eval"
+)
+
+func evalHTML(b *strings.Builder, res eval.Result) {
+	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(evalTitle(res)))
+	htmlServer(b, res.Server.String())
+	via := "EVALSHA (EVAL on NOSCRIPT)"
+	if res.Script.Via == "fcall" {
+		via = "FCALL " + res.Script.Function + " (FUNCTION LOAD)"
+	}
+	fmt.Fprintf(b, "<p class=\"muted\">script %s sha1 %s via %s</p>\n", htmlCode(res.Script.Name), htmlCode(short(res.Script.SHA1)), esc(via))
+	fmt.Fprintf(b, "<p class=\"verdict\">%s</p>\n", esc(evalSummary(res)))
+
+	if res.ReplyShape == "limiter" && len(res.Calls) > 0 {
+		var rem []float64
+		var dots, labels []string
+		for _, c := range res.Calls {
+			v := 0.0
+			if c.Remaining != nil {
+				v = float64(*c.Remaining)
+			}
+			rem = append(rem, v)
+			labels = append(labels, "call "+strconv.Itoa(c.N))
+			if c.Allowed != nil && *c.Allowed {
+				dots = append(dots, "dot-allowed")
+			} else {
+				dots = append(dots, "dot-refused")
+			}
+		}
+		b.WriteString("<h3>Remaining over calls</h3>\n")
+		b.WriteString(linePlot{
+			title: "remaining after each call", yLabel: "remaining", xLabels: labels, height: 240,
+			series: []lineSeries{{name: "remaining (dots: green allowed, red refused)", class: "line-remaining", values: rem, dots: dots}},
+		}.svg())
+	}
+
+	headers, right := evalColumns(res)
+	st := plainStyles()
+	var rows [][]string
+	for _, c := range res.Calls {
+		row := evalRow(res, c, st)
+		for i := range row {
+			if i < len(headers) && headers[i] == "allowed" {
+				if row[i] == "yes" {
+					row[i] = `<span class="badge pass">YES</span>`
+				} else {
+					row[i] = `<span class="badge fail">NO</span>`
+				}
+				continue
+			}
+			row[i] = esc(row[i])
+		}
+		rows = append(rows, row)
+	}
+	b.WriteString("<h3>Calls</h3>\n")
+	htmlTable(b, headers, rows, right...)
+	if c := res.NoTTL; c != nil {
+		if len(c.Keys) == 0 {
+			htmlVerdict(b, true, "no key without a TTL")
+		} else {
+			htmlVerdict(b, false, fmt.Sprintf("%s without a TTL: they never expire; set a TTL on every write", countNoun(len(c.Keys), "key", "keys")))
+			var krows [][]string
+			for _, k := range c.Keys {
+				krows = append(krows, []string{htmlCode(k.Key), esc(k.Type), esc(k.Found)})
+			}
+			htmlTable(b, []string{"key", "type", "found by"}, krows)
+		}
+	}
+}
+
+func simulateHTML(b *strings.Builder, res eval.SimResult) {
+	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(fmt.Sprintf("simulate %s (%s, cost %d) under %s arrivals for %s",
+		res.Algo, simulateDesc(res), res.Params.Cost, res.Rate, time.Duration(res.ForMs)*time.Millisecond)))
+	htmlServer(b, res.Server.String())
+	share := 0.0
+	if res.Arrivals > 0 {
+		share = float64(res.Admitted) / float64(res.Arrivals)
+	}
+	fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("%d arrivals: %d admitted (%s), %d refused", res.Arrivals, res.Admitted, pct(share), res.Refused)))
+	if res.Agrees {
+		htmlVerdict(b, true, fmt.Sprintf("the Go model admits %d with the same decisions as the script", res.Model))
+	} else {
+		htmlVerdict(b, false, fmt.Sprintf("the Go model admits %d with different decisions from the script", res.Model))
+	}
+	g := barGroup{}
+	for i, n := range res.PerSecond {
+		g.bars = append(g.bars, bar{label: strconv.Itoa(i), title: fmt.Sprintf("second %d: %d admitted", i, n), segs: []seg{{float64(n), "admitted"}}})
+	}
+	b.WriteString("<h3>Admitted per virtual second</h3>\n")
+	b.WriteString(barChart{title: "admitted per virtual second", yLabel: "admitted", groups: []barGroup{g}, height: 240, ints: true}.svg())
+}
+
+func scriptsHTML(b *strings.Builder, c eval.Catalog) {
+	var rows [][]string
+	for _, s := range c.Scripts {
+		rows = append(rows, []string{htmlCode(s.Name), htmlCode(s.File), htmlCode(short(s.SHA1)), esc(s.Summary)})
+	}
+	htmlTable(b, []string{"name", "file", "sha1", "what it does"}, rows)
+}

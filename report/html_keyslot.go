@@ -1,0 +1,273 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ratelimit-dev/ratelimit/cluster"
+)
+
+const (
+	htmlSlotRanges  = 64                             // bars of the slot chart
+	htmlRangeSlots  = cluster.Slots / htmlSlotRanges // 256 slots each
+	htmlMaxKeyRows  = 200                            // rows of the keys table
+	htmlMaxRecount  = 5_000_000                      // template keys recounted for the chart
+	htmlMaxPrimColr = 6                              // classes p0..p5
+)
+
+// slotOwners maps every slot to the index of the shard serving it, or -1.
+// It reads the shards' ranges, so it works on a decoded document too.
+func slotOwners(top *cluster.Topology) []int {
+	owners := make([]int, cluster.Slots)
+	for i := range owners {
+		owners[i] = -1
+	}
+	if top == nil {
+		return owners
+	}
+	for si, sh := range top.Shards {
+		for _, r := range sh.Ranges {
+			for s := max(r[0], 0); s <= r[1] && s < cluster.Slots; s++ {
+				owners[s] = si
+			}
+		}
+	}
+	return owners
+}
+
+func primaryClass(i int) string {
+	if i < 0 {
+		return "pnone"
+	}
+	return "p" + strconv.Itoa(i%htmlMaxPrimColr)
+}
+
+// slotRangeChart draws keys per range of 256 slots, each bar stacked by
+// the primary that serves the slots.
+func slotRangeChart(counts []int64, top *cluster.Topology, title string) string {
+	owners := slotOwners(top)
+	nShards := 0
+	if top != nil {
+		nShards = len(top.Shards)
+	}
+	g := barGroup{}
+	for r := range htmlSlotRanges {
+		per := make([]float64, nShards+1) // last: no owner
+		var total int64
+		for s := r * htmlRangeSlots; s < (r+1)*htmlRangeSlots; s++ {
+			o := owners[s]
+			if o < 0 {
+				o = nShards
+			}
+			per[o] += float64(counts[s])
+			total += counts[s]
+		}
+		br := bar{title: fmt.Sprintf("slots %d-%d: %d keys", r*htmlRangeSlots, (r+1)*htmlRangeSlots-1, total)}
+		if r%8 == 0 {
+			br.label = strconv.Itoa(r * htmlRangeSlots)
+		}
+		for i, v := range per {
+			cls := primaryClass(i)
+			if i == nShards {
+				cls = "keys"
+				if nShards > 0 {
+					cls = "pnone"
+				}
+			}
+			br.segs = append(br.segs, seg{v, cls})
+		}
+		g.bars = append(g.bars, br)
+	}
+	var items []legendItem
+	if top != nil {
+		for i, sh := range top.Shards {
+			items = append(items, legendItem{sh.Primary, primaryClass(i)})
+		}
+	} else {
+		items = []legendItem{{"keys (offline: no cluster nodes)", "keys"}}
+	}
+	return barChart{title: title, yLabel: "keys per 256 slots (first slot of the range below)", groups: []barGroup{g}, legend: items, height: 280, ints: true}.svg()
+}
+
+// primaryChart draws keys per primary.
+func primaryChart(ps []cluster.Primary) string {
+	g := barGroup{}
+	for i, p := range ps {
+		g.bars = append(g.bars, bar{label: p.Node, segs: []seg{{float64(p.Keys), primaryClass(i)}},
+			title: fmt.Sprintf("%s: %d keys (%s) on %d slots", p.Node, p.Keys, pct(p.Share), p.Slots)})
+	}
+	return barChart{title: "keys per primary", yLabel: "keys", groups: []barGroup{g}, height: 240, width: 640, ints: true}.svg()
+}
+
+func keyslotHTML(b *strings.Builder, res cluster.Result) {
+	if res.Server != nil {
+		htmlServer(b, res.Server.String())
+	} else {
+		b.WriteString("<p class=\"muted\">offline: slots computed with the Redis Cluster rules (CRC16 of the hash tag or key, mod 16384)</p>\n")
+	}
+	if res.Notice != "" {
+		fmt.Fprintf(b, "<p class=\"warn\">notice: %s</p>\n", esc(res.Notice))
+	}
+	if t := res.Topology; t != nil {
+		reps := 0
+		for _, sh := range t.Shards {
+			reps += len(sh.Replicas)
+		}
+		fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(fmt.Sprintf("nodes from %s: %s, %s", t.Source,
+			countNoun(len(t.Shards), "primary", "primaries"), countNoun(reps, "replica", "replicas"))))
+	}
+	if res.Pass() {
+		htmlVerdict(b, true, "no CROSSSLOT risk, no lint finding, no slot mismatch")
+	} else {
+		htmlVerdict(b, false, strings.Join(res.Reasons, "; "))
+	}
+
+	if len(res.Keys) > 0 {
+		counts := make([]int64, cluster.Slots)
+		for _, k := range res.Keys {
+			if k.Slot >= 0 && k.Slot < cluster.Slots {
+				counts[k.Slot]++
+			}
+		}
+		fmt.Fprintf(b, "<h3>Keys per slot range (%s)</h3>\n", esc(countNoun(len(res.Keys), "key", "keys")))
+		b.WriteString(slotRangeChart(counts, res.Topology, "keys given, per range of 256 slots"))
+		if res.Topology != nil && res.Spread == nil {
+			owners := slotOwners(res.Topology)
+			ps := make([]cluster.Primary, len(res.Topology.Shards))
+			for i, sh := range res.Topology.Shards {
+				ps[i].Node = sh.Primary
+				for _, r := range sh.Ranges {
+					ps[i].Slots += r[1] - r[0] + 1
+				}
+			}
+			for s, c := range counts {
+				if o := owners[s]; o >= 0 {
+					ps[o].Keys += c
+				}
+			}
+			for i := range ps {
+				ps[i].Share = float64(ps[i].Keys) / float64(len(res.Keys))
+			}
+			b.WriteString("<h3>Keys per primary</h3>\n")
+			b.WriteString(primaryChart(ps))
+		}
+		var rows [][]string
+		for i, k := range res.Keys {
+			if i == htmlMaxKeyRows {
+				break
+			}
+			hashed := "whole key"
+			if k.Tagged {
+				hashed = "tag " + htmlCode(k.Tag)
+			}
+			row := []string{htmlCode(ksKey(k.Key)), hashed, strconv.Itoa(k.Slot)}
+			if res.Topology != nil {
+				row = append(row, esc(k.Node), esc(strings.Join(k.Replicas, ", ")))
+			}
+			if res.Verify != nil {
+				v := "-"
+				if k.ServerSlot != nil {
+					v = strconv.Itoa(*k.ServerSlot)
+					if *k.ServerSlot != k.Slot {
+						v = htmlBadge(false) + " " + v + " mismatch"
+					}
+				}
+				row = append(row, v)
+			}
+			rows = append(rows, row)
+		}
+		headers := []string{"key", "hashed", "slot"}
+		if res.Topology != nil {
+			headers = append(headers, "node", "replicas")
+		}
+		if res.Verify != nil {
+			headers = append(headers, "CLUSTER KEYSLOT")
+		}
+		htmlTable(b, headers, rows, 2)
+		if n := len(res.Keys) - htmlMaxKeyRows; n > 0 {
+			fmt.Fprintf(b, "<p class=\"muted\">... and %s more in the document.</p>\n", esc(countNoun(n, "key", "keys")))
+		}
+	}
+
+	if sp := res.Spread; sp != nil {
+		fmt.Fprintf(b, "<h3>Spread of %s over %d-%d</h3>\n", htmlCode(sp.Template), sp.From, sp.To)
+		fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("%d keys on %d of %d slots; busiest slot %d holds %d keys (%s)",
+			sp.Keys, sp.SlotsUsed, cluster.Slots, sp.BusiestSlot, sp.BusiestSlotKeys, pct(sp.BusiestSlotShare))))
+		if tpl, err := cluster.ParseTemplate(sp.Template); err == nil && sp.Keys <= htmlMaxRecount && sp.To >= sp.From {
+			counts := make([]int64, cluster.Slots)
+			for n := sp.From; n <= sp.To; n++ {
+				counts[cluster.Slot(tpl.Key(n))]++
+			}
+			b.WriteString(slotRangeChart(counts, res.Topology, "template keys per range of 256 slots"))
+		} else {
+			b.WriteString("<p class=\"muted\">Too many keys to redraw their slots here; the counts above are from the run.</p>\n")
+		}
+		if len(sp.Primaries) > 0 {
+			b.WriteString("<h3>Keys per primary</h3>\n")
+			b.WriteString(primaryChart(sp.Primaries))
+			var rows [][]string
+			for _, p := range sp.Primaries {
+				rows = append(rows, []string{esc(p.Node), strconv.Itoa(p.Slots), strconv.FormatInt(p.Keys, 10), esc(pct(p.Share))})
+			}
+			htmlTable(b, []string{"primary", "slots", "keys", "share"}, rows, 1, 2, 3)
+		}
+		htmlNotes(b, "warn", sp.Warnings)
+	}
+
+	if len(res.Groups) > 0 {
+		b.WriteString("<h3>CROSSSLOT groups (keys used together must share a slot)</h3>\n")
+		var rows [][]string
+		for _, g := range res.Groups {
+			keys := make([]string, len(g.Keys))
+			for i, k := range g.Keys {
+				keys[i] = htmlCode(ksKey(k))
+			}
+			slots := make([]string, len(g.Slots))
+			for i, s := range g.Slots {
+				slots[i] = strconv.Itoa(s)
+			}
+			where := ""
+			if g.File != "" {
+				where = esc(fmt.Sprintf("%s:%d", g.File, g.Line))
+			}
+			result, fix := htmlBadge(true), ""
+			if g.Crossslot {
+				result, fix = htmlBadge(false)+" CROSSSLOT", esc(g.Fix)
+			}
+			rows = append(rows, []string{result, strings.Join(keys, " "), strings.Join(slots, ", "), where, fix})
+		}
+		htmlTable(b, []string{"result", "keys", "slots", "where", "fix"}, rows)
+	}
+
+	if len(res.Scripts) > 0 {
+		b.WriteString("<h3>Lua lint (key arguments must come from KEYS)</h3>\n")
+		var rows [][]string
+		for _, s := range res.Scripts {
+			rows = append(rows, []string{htmlBadge(len(s.Findings) == 0), htmlCode(s.File), esc(countNoun(s.Calls, "redis call", "redis calls")),
+				esc(countNoun(len(s.Findings), "finding", "findings"))})
+		}
+		htmlTable(b, []string{"result", "script", "calls", "findings"}, rows)
+		if len(res.Findings) > 0 {
+			rows = rows[:0]
+			for _, f := range res.Findings {
+				rows = append(rows, []string{htmlCode(fmt.Sprintf("%s:%d", f.File, f.Line)), htmlCode(f.Expr), esc(f.Message())})
+			}
+			htmlTable(b, []string{"where", "expression", "finding"}, rows)
+		}
+	}
+
+	if sp := res.Split; sp != nil {
+		title := fmt.Sprintf("Split of %s into %d sub-keys, each carrying %s of the rate", htmlCode(sp.Key), sp.Into, esc(sp.Share))
+		if sp.Rate != "" {
+			title += " (" + esc(sp.Rate) + " in all)"
+		}
+		fmt.Fprintf(b, "<h3>%s</h3>\n", title)
+		var rows [][]string
+		for _, s := range sp.SubKeys {
+			rows = append(rows, []string{htmlCode(s.Key), strconv.Itoa(s.Slot), esc(s.Node), esc(s.Rate)})
+		}
+		htmlTable(b, []string{"sub-key", "slot", "node", "rate"}, rows, 1)
+		fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(sp.Note))
+	}
+}

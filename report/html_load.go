@@ -1,0 +1,278 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/load"
+)
+
+// htmlMaxBars bounds the bars of a timeline; longer runs are grouped.
+const htmlMaxBars = 120
+
+// loadMaxReplay bounds the arrivals replayed for the expected envelope.
+const loadMaxReplay = 2_000_000
+
+// loadEnvelope replays the judged model over the nominal schedule (the
+// planned arrivals at start + i/rate, round-robin over the identities)
+// and returns the admissions it expects in each second, with the model in
+// words. ok is false when the document has no model to replay.
+func loadEnvelope(res *load.Result) (perSec []float64, desc string, ok bool) {
+	j := res.Expect
+	if j == nil || res.RatePerS <= 0 || res.Planned <= 0 || res.Planned > loadMaxReplay {
+		return nil, "", false
+	}
+	spec := j.Model
+	if strings.EqualFold(spec, "auto") {
+		spec = j.Fits
+	}
+	if spec == "" {
+		return nil, "", false
+	}
+	x, err := load.ParseExpect(spec)
+	if err != nil || x.Auto {
+		return nil, "", false
+	}
+	lim, err := eval.NewLimiter(x.Params)
+	if err != nil {
+		return nil, "", false
+	}
+	ids := max(res.Identities, 1)
+	ms := make([]func(int64) bool, ids)
+	for k := range ms {
+		m := lim.Model()
+		ms[k] = func(now int64) bool { return m.Allow(now, 1).Allowed }
+	}
+	base := int64(1_000_000_000_000)
+	if !res.StartedAt.IsZero() {
+		base = res.StartedAt.UnixMilli()
+	}
+	periodNs := 1e9 / res.RatePerS
+	for i := int64(0); i < res.Planned; i++ {
+		offNs := int64(float64(i) * periodNs)
+		sec := int(offNs / 1e9)
+		for len(perSec) <= sec {
+			perSec = append(perSec, 0)
+		}
+		if ms[int(i)%ids](base + offNs/1e6) {
+			perSec[sec]++
+		}
+	}
+	return perSec, load.Describe(x.Params), true
+}
+
+func loadHTML(b *strings.Builder, res *load.Result) {
+	fmt.Fprintf(b, "<p>%s %s · %s for %s · %d planned, %d sent, %d dropped · %s · run %s</p>\n",
+		esc(res.Method), htmlCode(res.Target), esc(res.Rate), esc(secs(res.DurationS)), res.Planned, res.Sent, res.Dropped,
+		esc(loadIdentities(res.Identities)), esc(res.RunID))
+	if !res.StartedAt.IsZero() {
+		fmt.Fprintf(b, "<p class=\"muted\">started %s, last response after %s</p>\n", esc(res.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC")), esc(secs(res.ElapsedS)))
+	}
+	switch res.Verdict {
+	case "pass":
+		htmlVerdict(b, true, "every threshold held and the admitted count fits the expectation")
+	case "fail":
+		htmlVerdict(b, false, strings.Join(res.VerdictMessages, "; "))
+	default:
+		fmt.Fprintf(b, "<p class=\"verdict fail\"><span class=\"badge note\">INTERRUPTED</span> %s</p>\n",
+			esc(fmt.Sprintf("stopped after %s: no verdict; %d iterations never fell due", secs(res.ElapsedS), res.NotStarted)))
+	}
+
+	// Timeline: stacked bars per second against the expected envelope.
+	secs := loadSeconds(res, htmlMaxBars)
+	env, envDesc, hasEnv := loadEnvelope(res)
+	b.WriteString("<h3>Timeline: admitted, limited and failed per second</h3>\n")
+	chart := barChart{
+		title:  "requests per second by outcome",
+		yLabel: "requests per second (by send time)", ints: true,
+		legend: []legendItem{{"admitted (2xx, 3xx)", "admitted"}, {"limited (429)", "limited"}, {"failed (other status, errors)", "failed"}},
+	}
+	g := barGroup{}
+	var line []float64
+	for _, s := range secs {
+		width := float64(s.to - s.from + 1)
+		label := strconv.Itoa(s.from)
+		title := fmt.Sprintf("second %d: %d admitted, %d limited, %d failed", s.from, s.admitted, s.limited, s.other)
+		if s.to != s.from {
+			title = fmt.Sprintf("seconds %d-%d (per second): %d admitted, %d limited, %d failed in all", s.from, s.to, s.admitted, s.limited, s.other)
+		}
+		g.bars = append(g.bars, bar{label: label, title: title, segs: []seg{
+			{float64(s.admitted) / width, "admitted"}, {float64(s.limited) / width, "limited"}, {float64(s.other) / width, "failed"},
+		}})
+		if hasEnv {
+			var e float64
+			for k := s.from; k <= s.to && k < len(env); k++ {
+				e += env[k]
+			}
+			line = append(line, e/width)
+		}
+	}
+	chart.groups = []barGroup{g}
+	if hasEnv && len(line) == len(g.bars) {
+		chart.line, chart.lineClass = line, "line-expected"
+		chart.legend = append(chart.legend, legendItem{"expected admitted: " + envDesc, "line-expected"})
+	}
+	b.WriteString(chart.svg())
+	if hasEnv {
+		b.WriteString("<p class=\"muted\">The dashed line is what the model of the verdict admits in each second when the planned arrivals are replayed through it (one limiter per identity).</p>\n")
+	} else if res.Expect == nil {
+		b.WriteString("<p class=\"muted\">No expected envelope: the run had no --expect.</p>\n")
+	}
+
+	// Cumulative admitted against the expectation and its tolerance.
+	if hasEnv && len(res.Timeline) > 0 {
+		n := max(len(env), len(res.Timeline))
+		obs := make([]float64, n)
+		exp := make([]float64, n)
+		lo := make([]float64, n)
+		hi := make([]float64, n)
+		labels := make([]string, n)
+		var co, ce float64
+		tol := float64(res.Expect.Tolerance)
+		for k := range n {
+			if k < len(res.Timeline) {
+				for st, v := range res.Timeline[k].Status {
+					if loadClass(st) == 0 {
+						co += float64(v)
+					}
+				}
+			}
+			if k < len(env) {
+				ce += env[k]
+			}
+			obs[k], exp[k], lo[k], hi[k] = co, ce, max(ce-tol, 0), ce+tol
+			labels[k] = strconv.Itoa(k+1) + "s"
+		}
+		b.WriteString("<h3>Admitted so far against the expectation</h3>\n")
+		b.WriteString(linePlot{
+			title: "cumulative admitted, observed and expected", yLabel: "admitted requests (cumulative)", xLabels: labels,
+			series: []lineSeries{{name: "expected", class: "line-expected", values: exp}, {name: "observed", class: "line-observed", values: obs}},
+			bandLo: lo, bandHi: hi, band: legendItem{fmt.Sprintf("expected ±%d (the verdict's tolerance)", res.Expect.Tolerance), "band-expected"},
+		}.svg())
+	}
+
+	// Latency percentiles, from the due time and from the send.
+	b.WriteString("<h3>Latency percentiles (ms)</h3>\n")
+	var groups []barGroup
+	for _, p := range []struct {
+		name string
+		get  func(load.Latency) float64
+	}{
+		{"p50", func(l load.Latency) float64 { return l.P50 }},
+		{"p90", func(l load.Latency) float64 { return l.P90 }},
+		{"p99", func(l load.Latency) float64 { return l.P99 }},
+		{"max", func(l load.Latency) float64 { return l.Max }},
+	} {
+		grp := barGroup{label: p.name}
+		for _, l := range []struct {
+			name, class string
+			lat         load.Latency
+		}{
+			{"from due time", "lat-due", res.LatencyFromDue},
+			{"from send", "lat-send", res.Latency},
+			{"lateness", "lat-late", res.Lateness},
+		} {
+			v := p.get(l.lat)
+			grp.bars = append(grp.bars, bar{title: fmt.Sprintf("%s %s: %s ms", p.name, l.name, loadNum(v)), segs: []seg{{v, l.class}}})
+		}
+		groups = append(groups, grp)
+	}
+	b.WriteString(barChart{
+		title: "latency percentiles", yLabel: "milliseconds (log scale)", groups: groups, height: 260, logY: true,
+		legend: []legendItem{{"from due time (no coordinated omission)", "lat-due"}, {"from send", "lat-send"}, {"lateness of the send", "lat-late"}},
+	}.svg())
+	lat := func(name string, l load.Latency) []string {
+		if l.Count == 0 {
+			return []string{esc(name), "-", "-", "-", "-", "-", "-"}
+		}
+		return []string{esc(name), loadNum(l.Min), loadNum(l.Mean), loadNum(l.P50), loadNum(l.P90), loadNum(l.P99), loadNum(l.Max)}
+	}
+	htmlTable(b, []string{"latency ms", "min", "mean", "p50", "p90", "p99", "max"}, [][]string{
+		lat("from due time", res.LatencyFromDue), lat("from send", res.Latency), lat("lateness", res.Lateness),
+	}, 1, 2, 3, 4, 5, 6)
+	b.WriteString("<p class=\"muted\">Latency histogram: this document (load version 1) carries percentiles from HDR histograms but not their buckets, so the percentiles are drawn as bars instead.</p>\n")
+
+	// Statuses and counts.
+	b.WriteString("<h3>Responses</h3>\n")
+	var srows [][]string
+	for _, k := range loadMDSorted(res.Status) {
+		srows = append(srows, []string{esc(k), strconv.FormatInt(res.Status[k], 10), esc(loadShare(res.Status[k], res.Responses))})
+	}
+	for _, k := range loadMDSorted(res.Errors) {
+		srows = append(srows, []string{esc("error: " + k), strconv.FormatInt(res.Errors[k], 10), esc(loadShare(res.Errors[k], res.Completed))})
+	}
+	htmlTable(b, []string{"status", "count", "share"}, srows, 1)
+	fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("%.1f/s achieved; VUs: %d busy at most, %d allocated (%d pre-allocated, max %d)",
+		res.AchievedRate, res.VUs.MaxBusy, res.VUs.Peak, res.VUs.PreAllocated, res.VUs.Max)))
+
+	// Header checks.
+	b.WriteString("<h3>Header checks</h3>\n")
+	var hrows [][]string
+	for _, c := range loadHeaderChecks(res) {
+		result, why := htmlBadge(c.pass), esc(c.detail)
+		if c.skip != "" {
+			result, why = `<span class="badge skip">SKIPPED</span>`, esc(c.skip)
+		} else if !c.pass {
+			why = esc(c.message)
+		}
+		hrows = append(hrows, []string{esc(c.name), result, why})
+	}
+	htmlTable(b, []string{"check", "result", "details"}, hrows)
+	h := res.Headers
+	var hnotes []string
+	if h.PolicyValue != "" {
+		hnotes = append(hnotes, "RateLimit-Policy seen: "+h.PolicyValue)
+	}
+	if h.Legacy > 0 {
+		hnotes = append(hnotes, fmt.Sprintf("legacy %s* headers on %s of responses", h.LegacyName, loadShare(h.Legacy, h.Responses)))
+	}
+	htmlNotes(b, "muted", hnotes)
+
+	// Thresholds and the verdict on the admitted count.
+	if len(res.Thresholds) > 0 {
+		b.WriteString("<h3>Thresholds</h3>\n")
+		var trows [][]string
+		for _, c := range res.Thresholds {
+			trows = append(trows, []string{esc(c.Name + " <= " + c.Limit), esc(c.Actual), htmlBadge(c.Pass)})
+		}
+		htmlTable(b, []string{"threshold", "actual", "result"}, trows)
+	}
+	if j := res.Expect; j != nil {
+		b.WriteString("<h3>Verdict on the admitted count</h3>\n")
+		htmlVerdict(b, j.Pass, j.Line())
+		if j.Description != "" {
+			fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(fmt.Sprintf("tolerance %d = max(jitter %d, shift %d) + rounding %d + unknown %d",
+				j.Tolerance, j.Tol.Jitter, j.Tol.Shift, j.Tol.Rounding, j.Tol.Unknown)))
+		}
+		if len(j.Readings) > 0 {
+			var rrows [][]string
+			for _, r := range j.Readings {
+				fit := `<span class="badge skip">does not fit</span>`
+				if r.Fits {
+					fit = `<span class="badge pass">FITS</span>`
+				}
+				rrows = append(rrows, []string{esc(r.Description), strconv.FormatInt(r.Expected, 10), "±" + strconv.FormatInt(r.Tolerance, 10), fit})
+			}
+			htmlTable(b, []string{"reading of RateLimit-Policy", "expected", "tolerance", "observed " + strconv.FormatInt(j.Observed, 10)}, rrows, 1, 2)
+		}
+		if j.Note != "" {
+			fmt.Fprintf(b, "<p>%s</p>\n", esc(j.Note))
+		}
+	}
+	b.WriteString("<h3>Load generator</h3>\n")
+	if res.Generator.FellBehind {
+		b.WriteString("<p class=\"warn\"><strong>The generator fell behind</strong> (its own limit, not the target's):</p>\n")
+		htmlNotes(b, "", res.Generator.Reasons)
+	} else {
+		fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("kept up: nothing dropped, scheduling lateness p99 %s ms", loadNum(res.Lateness.P99))))
+	}
+}
+
+func loadIdentities(n int) string {
+	if n <= 0 {
+		return "no identity header"
+	}
+	return countNoun(n, "identity", "identities")
+}

@@ -1,0 +1,242 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ratelimit-dev/ratelimit/load"
+)
+
+// loadMaxTimelineRows bounds the timeline table; longer runs are grouped into
+// buckets of several seconds.
+const loadMaxTimelineRows = 30
+
+// LoadText renders a load result in the spirit of k6's summary: what was
+// planned and sent, statuses, latencies from the send and from the due
+// time, the generator's own health, header checks, thresholds and the
+// verdict on the admitted count.
+func LoadText(w io.Writer, res *load.Result, o Options) error {
+	st := NewStyles(w, o)
+	var b strings.Builder
+	b.WriteString(st.Dim.Render("target: "+res.Method+" "+res.Target) + "\n")
+	ids := "no identity header"
+	if res.Identities > 0 {
+		ids = countNoun(res.Identities, "identity", "identities")
+	}
+	fmt.Fprintf(&b, "%s %s for %s, %d planned, %s, run %s\n",
+		st.Title.Render("load"), res.Rate, loadSecs(res.DurationS), res.Planned, ids, res.RunID)
+	if res.Interrupted {
+		b.WriteString(st.Warn.Render(fmt.Sprintf("interrupted after %s: the counts cover what ran; %d iterations never fell due", loadSecs(res.ElapsedS), res.NotStarted)) + "\n")
+	}
+	b.WriteString("\n")
+
+	dropped := fmt.Sprintf("%d dropped", res.Dropped)
+	if res.Dropped > 0 {
+		dropped = st.Warn.Render(fmt.Sprintf("%d dropped (%d no idle VU, %d late)", res.Dropped, res.DroppedNoVU, res.DroppedLate))
+	}
+	rows := [][]string{
+		{"iterations", fmt.Sprintf("%d sent of %d planned, %s, %.1f/s achieved", res.Sent, res.Planned, dropped, res.AchievedRate)},
+		{"completed", fmt.Sprintf("%d in %s (%d with a status)", res.Completed, loadSecs(res.ElapsedS), res.Responses)},
+		{"statuses", loadStatusLine(res.Status)},
+		{"rate_limited", fmt.Sprintf("%d (%s of responses)", res.RateLimited, pct(res.RateLimitedPct/100))},
+		{"failed", loadFailedLine(res)},
+		{"vus", fmt.Sprintf("%d busy at most, %d allocated (%d pre-allocated, max %d)", res.VUs.MaxBusy, res.VUs.Peak, res.VUs.PreAllocated, res.VUs.Max)},
+	}
+	b.WriteString(Table(nil, rows, st))
+	b.WriteString("\n")
+
+	lat := [][]string{
+		loadLatencyRow("from send", res.Latency),
+		loadLatencyRow("from due", res.LatencyFromDue),
+		loadLatencyRow("lateness", res.Lateness),
+	}
+	b.WriteString(Table([]string{"latency ms", "p50", "p90", "p99", "max"}, lat, st, 1, 2, 3, 4))
+	b.WriteString("\n")
+
+	b.WriteString(loadTimelineTable(res, st))
+	b.WriteString("\n")
+
+	b.WriteString(loadHeadersTable(res.Headers, res.RateLimited, st))
+	b.WriteString("\n")
+
+	var th [][]string
+	for _, c := range res.Thresholds {
+		th = append(th, []string{c.Name + " <= " + c.Limit, c.Actual, st.Verdict(c.Pass)})
+	}
+	b.WriteString(Table([]string{"threshold", "actual", ""}, th, st))
+
+	if j := res.Expect; j != nil {
+		b.WriteString("\n" + st.Header.Render("verdict on the admitted count") + "\n")
+		fmt.Fprintf(&b, "  %s\n", j.Line())
+		if j.Description != "" {
+			fmt.Fprintf(&b, "  %s\n", st.Dim.Render(fmt.Sprintf("tolerance %d = max(jitter %d, shift %d) + rounding %d + unknown %d",
+				j.Tolerance, j.Tol.Jitter, j.Tol.Shift, j.Tol.Rounding, j.Tol.Unknown)))
+		}
+		for _, r := range j.Readings {
+			fit := "does not fit"
+			if r.Fits {
+				fit = "fits"
+			}
+			fmt.Fprintf(&b, "  reading %-42s expects %d ±%d: %s\n", r.Description, r.Expected, r.Tolerance, fit)
+		}
+		if j.Note != "" && j.Description != "" {
+			fmt.Fprintf(&b, "  %s\n", j.Note)
+		}
+	}
+
+	b.WriteString("\n")
+	if res.Generator.FellBehind {
+		b.WriteString(st.Warn.Render("generator fell behind (this is the load generator's limit, not the target's):") + "\n")
+		for _, r := range res.Generator.Reasons {
+			b.WriteString("  - " + r + "\n")
+		}
+	} else {
+		fmt.Fprintf(&b, "generator kept up: nothing dropped, lateness p99 %s ms\n", loadNum(res.Lateness.P99))
+	}
+	switch res.Verdict {
+	case "pass":
+		b.WriteString(st.Verdict(true) + "\n")
+	case "fail":
+		b.WriteString(st.Verdict(false) + "\n")
+		for _, m := range res.VerdictMessages {
+			b.WriteString("  - " + m + "\n")
+		}
+	default:
+		b.WriteString(st.Warn.Render("INTERRUPTED: no verdict") + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// loadSecs prints seconds to the millisecond: "30s", "29.951s".
+func loadSecs(s float64) string {
+	return strconv.FormatFloat(math.Round(s*1000)/1000, 'f', -1, 64) + "s"
+}
+
+func loadNum(f float64) string {
+	switch {
+	case f >= 100:
+		return strconv.FormatFloat(f, 'f', 0, 64)
+	case f >= 10:
+		return strconv.FormatFloat(f, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(f, 'f', 2, 64)
+	}
+}
+
+func loadLatencyRow(name string, l load.Latency) []string {
+	if l.Count == 0 {
+		return []string{name, "-", "-", "-", "-"}
+	}
+	return []string{name, loadNum(l.P50), loadNum(l.P90), loadNum(l.P99), loadNum(l.Max)}
+}
+
+func loadSortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func loadStatusLine(m map[string]int64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range loadSortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func loadFailedLine(res *load.Result) string {
+	s := fmt.Sprintf("%d (%s)", res.Failed, pct(res.FailedPct/100))
+	var errs []string
+	for _, k := range loadSortedKeys(res.Errors) {
+		errs = append(errs, fmt.Sprintf("%s: %d", k, res.Errors[k]))
+	}
+	if len(errs) > 0 {
+		s += "; transport errors " + strings.Join(errs, ", ")
+	}
+	return s
+}
+
+// loadTimelineTable shows counts per status by the second of the send, grouped
+// into buckets of several seconds for long runs.
+func loadTimelineTable(res *load.Result, st Styles) string {
+	if len(res.Timeline) == 0 {
+		return ""
+	}
+	cols := map[string]bool{}
+	for _, s := range res.Timeline {
+		for k := range s.Status {
+			cols[k] = true
+		}
+	}
+	var keys []string
+	for k := range cols {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // "error" sorts after the numeric codes
+	step := (len(res.Timeline) + loadMaxTimelineRows - 1) / loadMaxTimelineRows
+	headers := append([]string{"second"}, keys...)
+	var rows [][]string
+	for i := 0; i < len(res.Timeline); i += step {
+		end := min(i+step, len(res.Timeline))
+		label := strconv.Itoa(i)
+		if end-i > 1 {
+			label = fmt.Sprintf("%d-%d", i, end-1)
+		}
+		row := []string{label}
+		for _, k := range keys {
+			var n int64
+			for _, s := range res.Timeline[i:end] {
+				n += s.Status[k]
+			}
+			row = append(row, strconv.FormatInt(n, 10))
+		}
+		rows = append(rows, row)
+	}
+	right := make([]int, len(keys))
+	for i := range right {
+		right[i] = i + 1
+	}
+	return Table(headers, rows, st, right...)
+}
+
+func loadShare(n, of int64) string {
+	if of == 0 {
+		return strconv.FormatInt(n, 10)
+	}
+	return fmt.Sprintf("%d (%s)", n, pct(float64(n)/float64(of)))
+}
+
+func loadHeadersTable(h load.Headers, limited int64, st Styles) string {
+	rows := [][]string{
+		{"RateLimit", loadShare(h.RateLimit.Present, h.Responses), loadShare(h.RateLimit.Valid, h.RateLimit.Present), h.RateLimit.Example},
+		{"RateLimit-Policy", loadShare(h.Policy.Present, h.Responses), loadShare(h.Policy.Valid, h.Policy.Present), h.Policy.Example},
+		{"Retry-After on 429", loadShare(h.RetryAfter.Present, limited), loadShare(h.RetryAfter.Valid, limited), h.RetryAfter.Example},
+	}
+	var b strings.Builder
+	b.WriteString(Table([]string{"header", "present", "valid", "first problem"}, rows, st))
+	if h.PolicyValue != "" {
+		fmt.Fprintf(&b, "policy: RateLimit-Policy: %s\n", h.PolicyValue)
+	}
+	if limited > 0 {
+		if h.Storable429 > 0 {
+			b.WriteString(st.Warn.Render(fmt.Sprintf("%s of 429s may be stored by a cache: %s", loadShare(h.Storable429, limited), h.StorableWhy)) + "\n")
+		} else {
+			b.WriteString("no 429 may be stored by a cache\n")
+		}
+	}
+	if h.Legacy > 0 {
+		fmt.Fprintf(&b, "legacy %s* headers on %s of responses\n", h.LegacyName, loadShare(h.Legacy, h.Responses))
+	}
+	return b.String()
+}

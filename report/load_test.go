@@ -1,0 +1,179 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/load"
+)
+
+// loadPass is the result of 20/s for 30 s against a token bucket of 10 at
+// 5/s, judged with --expect auto, as a run would produce it.
+func loadPass() *load.Result {
+	timeline := make([]load.Second, 30)
+	for i := range timeline {
+		st := map[string]int64{"200": 5, "429": 15}
+		if i == 0 {
+			st = map[string]int64{"200": 14, "429": 6}
+		}
+		timeline[i] = load.Second{Second: i, Status: st}
+	}
+	timeline[29].Status = map[string]int64{"200": 0, "429": 20} // sums to 159 below
+	return &load.Result{
+		Kind: "load", Version: 1,
+		Target: "http://127.0.0.1:8011/hello", Method: "GET",
+		StartedAt: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC),
+		Rate:      "20/s", RatePerS: 20, DurationS: 30, ElapsedS: 29.951, TimeoutS: 10,
+		Identities: 1, RunID: "5f2c9a1e",
+		Planned: 600, Sent: 600, Completed: 600, Responses: 600, AchievedRate: 20,
+		Status:  map[string]int64{"200": 159, "429": 441},
+		Allowed: 159, RateLimited: 441, RateLimitedPct: 73.5,
+		Errors:         map[string]int64{},
+		Timeline:       timeline,
+		Latency:        load.Latency{Count: 600, Min: 0.21, Mean: 0.43, P50: 0.41, P90: 0.62, P99: 1.2, Max: 3.02},
+		LatencyFromDue: load.Latency{Count: 600, Min: 0.25, Mean: 0.5, P50: 0.49, P90: 0.71, P99: 1.5, Max: 3.3},
+		Lateness:       load.Latency{Count: 600, Min: 0.01, Mean: 0.06, P50: 0.05, P90: 0.08, P99: 0.3, Max: 0.9},
+		VUs:            load.VUStats{PreAllocated: 10, Max: 100, Peak: 10, MaxBusy: 2},
+		Headers: load.Headers{
+			Responses:   600,
+			RateLimit:   load.FieldStat{Checked: 600, Present: 600, Valid: 600},
+			Policy:      load.FieldStat{Checked: 600, Present: 600, Valid: 600},
+			RetryAfter:  load.FieldStat{Checked: 441, Present: 441, Valid: 441},
+			PolicyValue: `"default";q=10;w=2`,
+		},
+		Thresholds: []load.Check{{Name: "failed", Limit: "1%", Actual: "0.00%", Pass: true}},
+		Expect: &load.Judged{
+			Model: "auto", Description: "RateLimit-Policy q=10;w=2 read as token bucket 10 + 5/s",
+			Expected: 159, Observed: 159, Of: 600, Tolerance: 2, OverS: 29.95, Pass: true,
+			Tol: load.TolParts{Jitter: 1, Rounding: 1},
+			Readings: []load.Reading{
+				{Model: "token-bucket:burst=10,rate=5/s", Description: "token bucket 10 + 5/s", Expected: 159, Tolerance: 2, Fits: true},
+				{Model: "sliding-window:limit=10,window=2s", Description: "sliding window 10 per 2s", Expected: 150, Tolerance: 2},
+				{Model: "fixed-window:limit=10,window=2s", Description: "fixed window 10 per 2s", Expected: 150, Tolerance: 2},
+			},
+			Fits: "token-bucket:burst=10,rate=5/s",
+		},
+		Verdict: "pass",
+	}
+}
+
+// loadSlow is a slow target with --max-vus 2: dropped iterations, a target
+// that breaks the header rules, a failed threshold.
+func loadSlow() *load.Result {
+	return &load.Result{
+		Kind: "load", Version: 1,
+		Target: "http://127.0.0.1:8011/hello", Method: "POST",
+		StartedAt: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC),
+		Rate:      "20/s", RatePerS: 20, DurationS: 2, ElapsedS: 2.51, TimeoutS: 10,
+		RunID:   "0a1b2c3d",
+		Planned: 40, Sent: 8, Dropped: 32, DroppedNoVU: 32, Completed: 8, Responses: 7, AchievedRate: 4,
+		Status:  map[string]int64{"200": 3, "429": 3, "500": 1},
+		Allowed: 3, RateLimited: 3, RateLimitedPct: 42.857, Failed: 2, FailedPct: 25,
+		Errors: map[string]int64{"timeout": 1},
+		Timeline: []load.Second{
+			{Second: 0, Status: map[string]int64{"200": 2, "429": 1, "error": 1}},
+			{Second: 1, Status: map[string]int64{"200": 1, "429": 2, "500": 1}},
+		},
+		Latency:        load.Latency{Count: 8, Min: 500.1, P50: 501, P90: 502, P99: 560, Max: 560},
+		LatencyFromDue: load.Latency{Count: 8, Min: 500.1, P50: 503, P90: 540, P99: 610, Max: 610},
+		Lateness:       load.Latency{Count: 8, P50: 0.1, P90: 38, P99: 50, Max: 50},
+		VUs:            load.VUStats{PreAllocated: 2, Max: 2, Peak: 2, MaxBusy: 2},
+		Generator: load.GenStat{FellBehind: true, Reasons: []string{
+			"32 iterations dropped: all 2 VUs were busy when they fell due (raise --max-vus; the target's p99 is 560.0 ms)",
+			"scheduling lateness p99 50.0 ms is above 10ms",
+		}},
+		Headers: load.Headers{
+			Responses:   7,
+			RateLimit:   load.FieldStat{Checked: 7, Present: 7, Valid: 4, Example: `invalid rate limit header: RateLimit "default": r=5 exceeds the policy's q=2`},
+			Policy:      load.FieldStat{Checked: 7},
+			RetryAfter:  load.FieldStat{Checked: 3, Present: 2, Valid: 2, Example: "invalid rate limit header: Retry-After is missing"},
+			Storable429: 3, StorableWhy: "explicit freshness (max-age, s-maxage or Expires) without no-store",
+			Legacy: 7, LegacyName: "X-RateLimit-",
+		},
+		Thresholds:      []load.Check{{Name: "failed", Limit: "1%", Actual: "25.00%", Pass: false}},
+		Verdict:         "fail",
+		VerdictMessages: []string{"threshold failed: 25.00% > 1%"},
+	}
+}
+
+func TestLoadText(t *testing.T) {
+	tests := []struct {
+		name string
+		res  *load.Result
+	}{
+		{"load_pass.txt.golden", loadPass()},
+		{"load_slow.txt.golden", loadSlow()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := LoadText(&buf, tt.res, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(buf.String(), "\x1b[") {
+				t.Error("plain output has ANSI escapes")
+			}
+			golden(t, tt.name, buf.Bytes())
+		})
+	}
+}
+
+func TestLoadTextInterruptedAndColor(t *testing.T) {
+	res := loadPass()
+	res.Interrupted, res.Verdict, res.NotStarted, res.Expect = true, "interrupted", 100, nil
+	var buf bytes.Buffer
+	if err := LoadText(&buf, res, Options{Color: true}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"interrupted after 29.951s", "INTERRUPTED: no verdict", "\x1b["} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestLoadTimelineBuckets(t *testing.T) {
+	res := loadPass()
+	res.Timeline = make([]load.Second, 95)
+	for i := range res.Timeline {
+		res.Timeline[i] = load.Second{Second: i, Status: map[string]int64{"200": 1}}
+	}
+	out := loadTimelineTable(res, NewStyles(&bytes.Buffer{}, Options{}))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	// 95 seconds in buckets of 4: 24 rows plus the header.
+	if len(lines) != 25 || !strings.HasPrefix(lines[1], "0-3 ") || !strings.HasPrefix(lines[24], "92-94") {
+		t.Errorf("timeline table:\n%s", out)
+	}
+}
+
+func TestLoadJSON(t *testing.T) {
+	var buf bytes.Buffer
+	if err := JSON(&buf, loadPass()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "load_pass.json.golden", buf.Bytes())
+	var doc map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	// The fields the issue names.
+	for _, k := range []string{"kind", "version", "target", "rate_per_s", "duration_s", "planned", "sent", "dropped",
+		"status", "failed", "timeline", "latency_ms", "latency_from_due_ms", "headers", "expect", "verdict"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	if doc["kind"] != "load" || doc["version"] != float64(1) {
+		t.Errorf("kind %v version %v", doc["kind"], doc["version"])
+	}
+	exp := doc["expect"].(map[string]any)
+	for _, k := range []string{"model", "expected", "observed", "tolerance", "pass"} {
+		if _, ok := exp[k]; !ok {
+			t.Errorf("expect lacks %q", k)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ratelimit-dev/ratelimit/load"
+)
+
+// loadClass sorts a status key of the timeline into admitted (2xx, 3xx),
+// limited (429) or other (any other status, and transport errors).
+func loadClass(status string) int {
+	switch {
+	case status == "429":
+		return 1
+	case len(status) == 3 && (status[0] == '2' || status[0] == '3'):
+		return 0
+	}
+	return 2
+}
+
+// loadSecond is one timeline entry split into the three classes.
+type loadSecond struct {
+	from, to                 int // seconds, inclusive
+	admitted, limited, other int64
+}
+
+// loadSeconds sums the timeline by class, grouping consecutive seconds so
+// that at most maxRows entries remain.
+func loadSeconds(res *load.Result, maxRows int) []loadSecond {
+	n := len(res.Timeline)
+	if n == 0 {
+		return nil
+	}
+	step := (n + maxRows - 1) / maxRows
+	var out []loadSecond
+	for i := 0; i < n; i += step {
+		end := min(i+step, n)
+		s := loadSecond{from: res.Timeline[i].Second, to: res.Timeline[end-1].Second}
+		for _, sec := range res.Timeline[i:end] {
+			for k, v := range sec.Status {
+				switch loadClass(k) {
+				case 0:
+					s.admitted += v
+				case 1:
+					s.limited += v
+				default:
+					s.other += v
+				}
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func loadMDSorted(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func loadMarkdown(b *strings.Builder, res *load.Result) {
+	verdict := mdVerdict(res.Verdict == "pass")
+	if res.Verdict != "pass" && res.Verdict != "fail" {
+		verdict = "**INTERRUPTED** (no verdict)"
+	}
+	fmt.Fprintf(b, "### ratelimit load: %s\n\n", verdict)
+	for _, m := range res.VerdictMessages {
+		b.WriteString("- " + md(m) + "\n")
+	}
+	if len(res.VerdictMessages) > 0 {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(b, "target: %s %s; %s for %s, %d planned, run %s\n\n",
+		md(res.Method), mdCode(res.Target), md(res.Rate), secs(res.DurationS), res.Planned, md(res.RunID))
+	if res.Interrupted {
+		fmt.Fprintf(b, "Interrupted after %s: the counts cover what ran; %d iterations never fell due.\n\n", secs(res.ElapsedS), res.NotStarted)
+	}
+
+	statuses := make([]string, 0, len(res.Status))
+	for _, k := range loadMDSorted(res.Status) {
+		statuses = append(statuses, fmt.Sprintf("%s: %d", k, res.Status[k]))
+	}
+	errs := make([]string, 0, len(res.Errors))
+	for _, k := range loadMDSorted(res.Errors) {
+		errs = append(errs, fmt.Sprintf("%s: %d", k, res.Errors[k]))
+	}
+	failed := fmt.Sprintf("%d (%s)", res.Failed, pct(res.FailedPct/100))
+	if len(errs) > 0 {
+		failed += "; transport errors " + strings.Join(errs, ", ")
+	}
+	rows := [][]string{
+		{"iterations", md(fmt.Sprintf("%d sent of %d planned, %d dropped (%d no idle VU, %d late), %.1f/s achieved",
+			res.Sent, res.Planned, res.Dropped, res.DroppedNoVU, res.DroppedLate, res.AchievedRate))},
+		{"completed", md(fmt.Sprintf("%d in %s (%d with a status)", res.Completed, secs(res.ElapsedS), res.Responses))},
+		{"statuses", md(strings.Join(statuses, ", "))},
+		{"rate_limited", md(fmt.Sprintf("%d (%s of responses)", res.RateLimited, pct(res.RateLimitedPct/100)))},
+		{"failed", md(failed)},
+		{"vus", md(fmt.Sprintf("%d busy at most, %d allocated (%d pre-allocated, max %d)", res.VUs.MaxBusy, res.VUs.Peak, res.VUs.PreAllocated, res.VUs.Max))},
+	}
+	mdTable(b, []string{"metric", "value"}, rows)
+
+	lat := func(name string, l load.Latency) []string {
+		if l.Count == 0 {
+			return []string{name, "-", "-", "-", "-"}
+		}
+		return []string{name, loadNum(l.P50), loadNum(l.P90), loadNum(l.P99), loadNum(l.Max)}
+	}
+	mdTable(b, []string{"latency ms", "p50", "p90", "p99", "max"}, [][]string{
+		lat("from send", res.Latency), lat("from due time", res.LatencyFromDue), lat("lateness", res.Lateness),
+	}, 1, 2, 3, 4)
+
+	if secs := loadSeconds(res, 30); len(secs) > 0 {
+		var rows [][]string
+		for _, s := range secs {
+			label := strconv.Itoa(s.from)
+			if s.to != s.from {
+				label = fmt.Sprintf("%d-%d", s.from, s.to)
+			}
+			rows = append(rows, []string{label, strconv.FormatInt(s.admitted, 10), strconv.FormatInt(s.limited, 10), strconv.FormatInt(s.other, 10)})
+		}
+		b.WriteString("<details><summary>Timeline (by the second of the send)</summary>\n\n")
+		mdTable(b, []string{"second", "admitted (2xx, 3xx)", "limited (429)", "other (failed)"}, rows, 1, 2, 3)
+		b.WriteString("</details>\n\n")
+	}
+
+	var hrows [][]string
+	for _, c := range loadHeaderChecks(res) {
+		result := mdVerdict(c.pass)
+		why := md(c.detail)
+		if c.skip != "" {
+			result, why = "skipped", md(c.skip)
+		} else if !c.pass {
+			why = md(c.message)
+		}
+		hrows = append(hrows, []string{md(c.name), result, why})
+	}
+	mdTable(b, []string{"header check", "result", "details"}, hrows)
+	if res.Headers.PolicyValue != "" {
+		b.WriteString("RateLimit-Policy seen: " + mdCode(res.Headers.PolicyValue) + "\n\n")
+	}
+
+	if len(res.Thresholds) > 0 {
+		var trows [][]string
+		for _, c := range res.Thresholds {
+			trows = append(trows, []string{md(c.Name + " <= " + c.Limit), md(c.Actual), mdVerdict(c.Pass)})
+		}
+		mdTable(b, []string{"threshold", "actual", "result"}, trows)
+	}
+
+	if j := res.Expect; j != nil {
+		fmt.Fprintf(b, "Verdict on the admitted count: %s %s\n\n", mdVerdict(j.Pass), md(j.Line()))
+		if len(j.Readings) > 0 {
+			var rrows [][]string
+			for _, r := range j.Readings {
+				fit := "does not fit"
+				if r.Fits {
+					fit = "**fits**"
+				}
+				rrows = append(rrows, []string{md(r.Description), strconv.FormatInt(r.Expected, 10), "±" + strconv.FormatInt(r.Tolerance, 10), fit})
+			}
+			mdTable(b, []string{"reading of the policy", "expected", "tolerance", "observed " + strconv.FormatInt(j.Observed, 10)}, rrows, 1, 2)
+		}
+		if j.Note != "" {
+			b.WriteString("note: " + md(j.Note) + "\n\n")
+		}
+	}
+	if res.Generator.FellBehind {
+		b.WriteString("**The generator fell behind** (the load generator's limit, not the target's):\n\n")
+		for _, r := range res.Generator.Reasons {
+			b.WriteString("- " + md(r) + "\n")
+		}
+	} else {
+		fmt.Fprintf(b, "Generator kept up: nothing dropped, lateness p99 %s ms.\n", loadNum(res.Lateness.P99))
+	}
+}

@@ -1,0 +1,366 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/header"
+)
+
+// FailMode says what the middleware does when the limiter gives no answer
+// in time: serve the request anyway (open) or refuse it with 503 (closed).
+type FailMode string
+
+// The failure policies.
+const (
+	FailOpen   FailMode = "open"
+	FailClosed FailMode = "closed"
+)
+
+// ParseFailMode reads "open" or "closed" (exit-2 error otherwise).
+func ParseFailMode(s string) (FailMode, error) {
+	switch FailMode(strings.ToLower(strings.TrimSpace(s))) {
+	case FailOpen:
+		return FailOpen, nil
+	case FailClosed:
+		return FailClosed, nil
+	}
+	return "", exitcode.Usagef("--fail %q: use open (serve requests when Redis is in trouble) or closed (refuse them with 503)", s)
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultIdentityHeader = "X-API-Key"
+	DefaultRedisTimeout   = 50 * time.Millisecond
+	DefaultKeyPrefix      = "rl"
+	DefaultPolicyName     = "default"
+	// FailRetryAfter is the Retry-After of a 503 when failing closed.
+	FailRetryAfter = time.Second
+)
+
+// Config configures the middleware (and New's handler). Zero values mean
+// the defaults above: identity header X-API-Key, a 50 ms Redis deadline,
+// fail open, keys under "rl", policy name "default".
+type Config struct {
+	// Client runs the limiter script: a *redis.Client, a *redis.ClusterClient,
+	// or any redis.UniversalClient. Required. The middleware never closes it.
+	Client redis.Scripter
+	// Params are the limiter's algorithm and parameters, validated by
+	// eval.NewLimiter (bad values are exit-2 errors naming the flag).
+	Params eval.Params
+	// IdentityHeader carries the API key; requests without it (or with an
+	// empty value) are counted against the client IP.
+	IdentityHeader string
+	// TrustProxy is the number of proxies in front of the server whose
+	// X-Forwarded-For entries are trusted; 0 ignores the header.
+	TrustProxy int
+	// RedisTimeout bounds the limiter's Redis round trip for one request;
+	// past it Fail decides. The middleware enforces it itself, so it holds
+	// even for a client whose read timeout is longer.
+	RedisTimeout time.Duration
+	// Fail is the policy when Redis does not answer in time or fails.
+	Fail FailMode
+	// KeyPrefix starts every bucket key; it must not contain '{' or '}'
+	// (the identity is the key's hash tag). Tests use a unique prefix.
+	KeyPrefix string
+	// PolicyName is the policy identifier in RateLimit-Policy and RateLimit.
+	PolicyName string
+	// Delay makes New's /hello handler take this long (to make a slow
+	// target for load tests). The middleware ignores it.
+	Delay time.Duration
+	// Log receives at most one line per second about Redis trouble, with
+	// the number of failures since the last line; nil discards it.
+	Log io.Writer
+}
+
+func (c Config) withDefaults() Config {
+	if c.IdentityHeader == "" {
+		c.IdentityHeader = DefaultIdentityHeader
+	}
+	if c.RedisTimeout == 0 {
+		c.RedisTimeout = DefaultRedisTimeout
+	}
+	if c.Fail == "" {
+		c.Fail = FailOpen
+	} else if f, err := ParseFailMode(string(c.Fail)); err == nil {
+		c.Fail = f // " Closed " means closed, not open
+	}
+	if c.KeyPrefix == "" {
+		c.KeyPrefix = DefaultKeyPrefix
+	}
+	if c.PolicyName == "" {
+		c.PolicyName = DefaultPolicyName
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return c
+}
+
+// Validate checks everything but the client, with defaults applied, so a
+// command can reject bad flags (exit 2) before it connects to Redis.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if _, err := eval.NewLimiter(c.Params); err != nil {
+		return err
+	}
+	return c.validate()
+}
+
+func (c Config) validate() error {
+	if !isToken(c.IdentityHeader) {
+		return exitcode.Usagef("--identity-header %q is not a valid header name", c.IdentityHeader)
+	}
+	if c.TrustProxy < 0 {
+		return exitcode.Usagef("--trust-proxy %d must be 0 (ignore X-Forwarded-For) or the number of proxies in front", c.TrustProxy)
+	}
+	if c.RedisTimeout < 0 {
+		return exitcode.Usagef("--limiter-timeout %s must be positive", c.RedisTimeout)
+	}
+	if c.Fail != FailOpen && c.Fail != FailClosed {
+		return exitcode.Usagef("--fail %q: use open (serve requests when Redis is in trouble) or closed (refuse them with 503)", c.Fail)
+	}
+	if strings.ContainsAny(c.KeyPrefix, "{}") {
+		return exitcode.Usagef("--key-prefix %q must not contain '{' or '}': the identity is the key's hash tag", c.KeyPrefix)
+	}
+	if c.Delay < 0 {
+		return exitcode.Usagef("--delay %s must not be negative", c.Delay)
+	}
+	return nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 section 5.6.2), the
+// syntax of a field name.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Counts are the middleware's decisions since it was made.
+type Counts struct {
+	Allowed    int64 `json:"allowed"`     // the limiter admitted the request
+	Limited    int64 `json:"limited"`     // refused with 429
+	FailOpen   int64 `json:"fail_open"`   // Redis failed or was late; served anyway
+	FailClosed int64 `json:"fail_closed"` // Redis failed or was late; refused with 503
+}
+
+// Middleware limits requests with one of the eval package's scripts: one
+// EVALSHA round trip per request, against the bucket of the request's
+// identity. It is safe for concurrent use.
+type Middleware struct {
+	cfg     Config
+	limiter *eval.Limiter
+	policy  header.Policy
+	// policyValue is the RateLimit-Policy field value, the same on every response.
+	policyValue string
+
+	allowed, limited, failOpen, failClosed atomic.Int64
+
+	logMu     sync.Mutex
+	logLast   time.Time
+	logMissed int64
+}
+
+// NewMiddleware validates cfg and returns its middleware.
+func NewMiddleware(cfg Config) (*Middleware, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("serve: Config.Client is nil; pass a redis client")
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	l, err := eval.NewLimiter(cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	m := &Middleware{cfg: cfg, limiter: l}
+	p := l.Policy()
+	m.policy = header.Policy{Name: cfg.PolicyName, Quota: p.Quota, Window: p.WindowSeconds}
+	if m.policyValue, err = header.FormatPolicies(m.policy); err != nil {
+		return nil, exitcode.Usagef("policy name %q: %v", cfg.PolicyName, err)
+	}
+	return m, nil
+}
+
+// Config returns the configuration in effect (defaults filled in).
+func (m *Middleware) Config() Config { return m.cfg }
+
+// Limiter returns the limiter the middleware runs.
+func (m *Middleware) Limiter() *eval.Limiter { return m.limiter }
+
+// Policy returns the policy advertised in RateLimit-Policy.
+func (m *Middleware) Policy() header.Policy { return m.policy }
+
+// Counts returns the decisions so far.
+func (m *Middleware) Counts() Counts {
+	return Counts{
+		Allowed:    m.allowed.Load(),
+		Limited:    m.limited.Load(),
+		FailOpen:   m.failOpen.Load(),
+		FailClosed: m.failClosed.Load(),
+	}
+}
+
+// Identify returns whom r is counted against: the API key in the identity
+// header if the request carries a non-empty one, else the client IP (see
+// ClientIP for X-Forwarded-For).
+func (m *Middleware) Identify(r *http.Request) Identity {
+	if k := r.Header.Get(m.cfg.IdentityHeader); k != "" {
+		return APIKey(k)
+	}
+	if a, ok := ClientIP(r, m.cfg.TrustProxy); ok {
+		return IP(a)
+	}
+	// No address at all (not host:port): such requests share one bucket.
+	return Identity{Kind: KindIP, Value: "unknown"}
+}
+
+// KeyFor returns the Redis key of r's bucket.
+func (m *Middleware) KeyFor(r *http.Request) string {
+	return m.Identify(r).Key(m.cfg.KeyPrefix, m.limiter.Params().Algo)
+}
+
+// Wrap returns next behind the limiter. Every request gets RateLimit-Policy;
+// a decided one gets RateLimit; an allowed one goes to next; a refused one
+// gets 429, Retry-After, Cache-Control: no-store and a JSON body. When Redis
+// fails or is late, FailOpen passes the request to next without RateLimit,
+// FailClosed answers 503 with Retry-After.
+func (m *Middleware) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := m.KeyFor(r)
+		d, err := m.decide(r.Context(), key)
+		h := w.Header()
+		h.Set(header.NamePolicy, m.policyValue)
+		if err != nil {
+			if r.Context().Err() != nil {
+				return // the client went away; there is no one to answer
+			}
+			if m.cfg.Fail == FailClosed {
+				m.failClosed.Add(1)
+				m.logTrouble(err, "failing closed (503)")
+				refuse(w, http.StatusServiceUnavailable, "limiter_unavailable", FailRetryAfter.Milliseconds())
+				return
+			}
+			m.failOpen.Add(1)
+			m.logTrouble(err, "failing open (serving)")
+			next.ServeHTTP(w, r)
+			return
+		}
+		h.Set(header.NameRateLimit, m.limitValue(d))
+		if d.Allowed {
+			m.allowed.Add(1)
+			next.ServeHTTP(w, r)
+			return
+		}
+		m.limited.Add(1)
+		retryMs := d.RetryMs
+		if retryMs < 0 { // the cost can never pass; NewLimiter rules it out
+			retryMs = m.policy.Window * 1000
+		}
+		refuse(w, http.StatusTooManyRequests, "rate_limited", retryMs)
+	})
+}
+
+// decide runs the limiter within the Redis deadline. go-redis bounds a
+// read by its own ReadTimeout unless the client was built with
+// ContextTimeoutEnabled, so the call runs in its own goroutine and the
+// request stops waiting at the deadline either way; the abandoned call ends
+// when the client gives up and its answer is dropped.
+func (m *Middleware) decide(ctx context.Context, key string) (eval.Decision, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.RedisTimeout)
+	defer cancel()
+	type result struct {
+		d   eval.Decision
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		d, err := m.limiter.Allow(ctx, m.cfg.Client, key, 0)
+		ch <- result{d, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.d, res.err
+	case <-ctx.Done():
+		return eval.Decision{}, fmt.Errorf("limiter on %s: no answer within %s: %w", key, m.cfg.RedisTimeout, ctx.Err())
+	}
+}
+
+// limitValue is the RateLimit field of a decision: remaining quota and the
+// seconds (rounded up) until the full quota is back.
+func (m *Middleware) limitValue(d eval.Decision) string {
+	return limitField(m.policy.Name, d)
+}
+
+func limitField(name string, d eval.Decision) string {
+	l := header.Limit{Name: name, Remaining: max(d.Remaining, 0), Reset: ceilSeconds(d.ResetMs)}
+	s, err := header.FormatLimits(l)
+	if err != nil { // only for values out of range; the name was checked by NewMiddleware
+		return header.Limit{Name: name, Remaining: 0, Reset: header.NoReset}.String()
+	}
+	return s
+}
+
+func ceilSeconds(ms int64) int64 {
+	if ms <= 0 {
+		return 0
+	}
+	return (ms + 999) / 1000
+}
+
+// refusal is the JSON body of a 429 or 503.
+type refusal struct {
+	Error        string `json:"error"`
+	RetryAfterMs int64  `json:"retry_after_ms"`
+}
+
+func refuse(w http.ResponseWriter, status int, code string, retryMs int64) {
+	h := w.Header()
+	h.Set(header.NameRetryAfter, header.FormatRetryAfterMs(retryMs))
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Type", "application/json")
+	body, _ := json.Marshal(refusal{Error: code, RetryAfterMs: retryMs})
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// logTrouble writes at most one line per second about Redis failures.
+func (m *Middleware) logTrouble(err error, action string) {
+	m.logMu.Lock()
+	defer m.logMu.Unlock()
+	now := time.Now()
+	if now.Sub(m.logLast) < time.Second {
+		m.logMissed++
+		return
+	}
+	more := ""
+	if m.logMissed > 0 {
+		more = fmt.Sprintf(" (and %d more failures since the last line)", m.logMissed)
+	}
+	m.logLast, m.logMissed = now, 0
+	fmt.Fprintf(m.cfg.Log, "serve: limiter unavailable, %s: %v%s\n", action, err, more)
+}
