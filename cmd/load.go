@@ -55,9 +55,9 @@ the limiter's arithmetic admits for the arrivals actually sent (one limiter per
 identity), within a tolerance derived from the rate and the observed latency.
 
 The target is --target, else $RATELIMIT_TARGET.
-Exit codes: 0 pass, 1 a threshold or the verdict failed (or Ctrl-C), 2 bad
-input, 3 the target is unreachable (the connection check before the clock
-starts fails, or every request fails to connect).
+Exit codes: 0 pass, 1 a threshold or the verdict failed, 2 bad input, 3 the
+target is unreachable (the connection check before the clock starts fails, or
+every request fails to connect), 130 Ctrl-C (after the summary of what ran).
 
 Output (-o): text, json (--out FILE saves it for 'ratelimit report'), markdown
 (GitHub-flavoured tables for "$GITHUB_STEP_SUMMARY") or junit (one testcase
@@ -140,7 +140,7 @@ func runLoad(opts *loadOptions) error {
 	return loadOutcome(res)
 }
 
-// loadOutcome maps a finished run to its exit: interrupted (1), unreachable
+// loadOutcome maps a finished run to its exit: interrupted (130), unreachable
 // (3), failed thresholds or verdict (1), else nil.
 func loadOutcome(res *load.Result) error {
 	if res.Interrupted {

@@ -9,11 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/race"
@@ -96,35 +92,7 @@ func TestRaceBadInput(t *testing.T) {
 // leftKeys returns the keys of run id on every primary of target.
 func leftKeys(t *testing.T, tg redistest.Target, runID string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pattern := fmt.Sprintf("race:{%s}*", runID)
-	var (
-		mu   sync.Mutex
-		keys []string
-	)
-	scan := func(ctx context.Context, c *redis.Client) error {
-		it := c.Scan(ctx, 0, pattern, 1000).Iterator()
-		for it.Next(ctx) {
-			mu.Lock()
-			keys = append(keys, it.Val())
-			mu.Unlock()
-		}
-		return it.Err()
-	}
-	var err error
-	switch c := tg.Client.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, scan)
-	case *redis.Client:
-		err = scan(ctx, c)
-	default:
-		t.Fatalf("unexpected client %T", tg.Client)
-	}
-	if err != nil {
-		t.Fatalf("SCAN MATCH %s on %s: %v", pattern, tg.Name, err)
-	}
-	return keys
+	return redistest.ScanKeys(t, tg.Client, fmt.Sprintf("race:{%s}*", runID))
 }
 
 // TestRaceOnRealServers runs the command at its defaults on a real

@@ -1,14 +1,12 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,27 +16,10 @@ import (
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestSandboxClusterForDuration(t *testing.T) {
 	redistest.Require(t)
 	tf := newTestFactory(t)
-	out := &syncBuffer{}
+	out := &redistest.Buffer{}
 	tf.IO.Out = out
 	done := make(chan int, 1)
 	go func() {

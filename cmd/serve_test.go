@@ -130,7 +130,7 @@ func TestServeRuns(t *testing.T) {
 	sb := redistest.StandaloneSandbox(t)
 	tg := redistest.Standalone(t)
 	tf := newTestFactory(t)
-	errOut := &syncBuffer{}
+	errOut := &redistest.Buffer{}
 	tf.IO.ErrOut = errOut
 	prefix := "test-" + uuid.NewString()
 	apiKey := "cmd-" + uuid.NewString()

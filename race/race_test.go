@@ -39,35 +39,7 @@ func raceClient(t *testing.T, url string, n int) redis.UniversalClient {
 // runKeys returns the keys of run id left on every primary behind c.
 func runKeys(t *testing.T, c redis.UniversalClient, runID string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pattern := fmt.Sprintf("race:{%s}*", runID)
-	var (
-		mu   sync.Mutex
-		keys []string
-	)
-	scan := func(ctx context.Context, node *redis.Client) error {
-		it := node.Scan(ctx, 0, pattern, 1000).Iterator()
-		for it.Next(ctx) {
-			mu.Lock()
-			keys = append(keys, it.Val())
-			mu.Unlock()
-		}
-		return it.Err()
-	}
-	var err error
-	switch cc := c.(type) {
-	case *redis.ClusterClient:
-		err = cc.ForEachMaster(ctx, scan)
-	case *redis.Client:
-		err = scan(ctx, cc)
-	default:
-		t.Fatalf("unexpected client %T", c)
-	}
-	if err != nil {
-		t.Fatalf("SCAN MATCH %s: %v", pattern, err)
-	}
-	return keys
+	return redistest.ScanKeys(t, c, fmt.Sprintf("race:{%s}*", runID))
 }
 
 func strategyByName(t *testing.T, res Result, name string) Strategy {

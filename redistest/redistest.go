@@ -6,6 +6,7 @@
 package redistest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -168,4 +169,58 @@ func Cleanup(t testing.TB, c redis.UniversalClient, keys ...string) {
 			_ = c.Del(ctx, k).Err()
 		}
 	})
+}
+
+// ScanKeys returns every key matching pattern, scanning each primary of a
+// cluster client or the one server of a single-node client. Tests use it
+// to prove that a run left nothing behind.
+func ScanKeys(t testing.TB, c redis.UniversalClient, pattern string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	scan := func(ctx context.Context, node *redis.Client) error {
+		it := node.Scan(ctx, 0, pattern, 1000).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, it.Val())
+			mu.Unlock()
+		}
+		return it.Err()
+	}
+	var err error
+	switch cc := c.(type) {
+	case *redis.ClusterClient:
+		err = cc.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, cc)
+	default:
+		t.Fatalf("ScanKeys: unexpected client %T", c)
+	}
+	if err != nil {
+		t.Fatalf("SCAN MATCH %s: %v", pattern, err)
+	}
+	return keys
+}
+
+// Buffer is a bytes.Buffer safe for a writer goroutine and a reading test.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
