@@ -170,7 +170,7 @@ func runServe(opts *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "serve: redis %s\n", conn.Server)
+	fmt.Fprintf(f.IO.ErrOut, "serve: limiter state on %s\n", conn.Server)
 	cfg.Client = conn.Client
 	cfg.Log = f.IO.ErrOut
 	return serve.Run(opts.ctx, cfg, opts.Addr, f.IO.ErrOut)

@@ -154,7 +154,7 @@ func TestServeRuns(t *testing.T) {
 			url, _, _ = strings.Cut(rest, ";")
 		}
 	}
-	for _, want := range []string{"serve: redis redis 7", "serve: listening on http://127.0.0.1:",
+	for _, want := range []string{"serve: limiter state on redis 7", "serve: listening on http://127.0.0.1:",
 		`token-bucket capacity 2, refill 1/m (RateLimit-Policy "default";q=2;w=120)`, "identity X-API-Key", "fail open", "/hello delayed 400ms"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
