@@ -78,6 +78,8 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 	res.Latency = latency(lat)
 	res.LatencyFromDue = latency(fromDue)
 	res.Lateness = latency(late)
+	res.LatencyHistogram = latencyHistogram(lat)
+	res.LatencyFromDueHistogram = latencyHistogram(fromDue)
 	if res.Completed > 0 {
 		res.FailedPct = 100 * float64(res.Failed) / float64(res.Completed)
 	}

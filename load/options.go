@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/header"
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
@@ -121,7 +122,7 @@ func (o Options) withDefaults() (Options, error) {
 	case o.MaxFailed < 0 || o.MaxFailed > 1:
 		return o, exitcode.Usagef("--max-failed must be between 0%% and 100%%")
 	}
-	if o.Identities > 0 && !validFieldName(o.IdentityHeader) {
+	if o.Identities > 0 && !header.IsToken(o.IdentityHeader) {
 		return o, exitcode.Usagef("--identity-header %q is not a valid header name", o.IdentityHeader)
 	}
 	for _, s := range o.ExpectStatus {
@@ -150,24 +151,7 @@ func ValidateTarget(target string) error {
 	return nil
 }
 
-func validMethod(m string) bool { return validFieldName(m) }
-
-// validFieldName reports whether s is an RFC 9110 token.
-func validFieldName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func validMethod(m string) bool { return header.IsToken(m) }
 
 // ParseHeaders reads -H values of the form "Name: value" (curl's syntax).
 func ParseHeaders(lines []string) (http.Header, error) {
@@ -175,7 +159,7 @@ func ParseHeaders(lines []string) (http.Header, error) {
 	for _, l := range lines {
 		name, value, ok := strings.Cut(l, ":")
 		name = strings.TrimSpace(name)
-		if !ok || !validFieldName(name) {
+		if !ok || !header.IsToken(name) {
 			return nil, exitcode.Usagef("-H %q: want 'Name: value'", l)
 		}
 		value = strings.TrimSpace(value)

@@ -43,6 +43,10 @@ type Result struct {
 
 	Timeline []Second `json:"timeline"` // by the second the request was sent in
 
+	// Bucket counts of the two latencies (omitted when nothing completed).
+	LatencyHistogram        *Histogram `json:"latency_histogram,omitempty"`          // from send
+	LatencyFromDueHistogram *Histogram `json:"latency_from_due_histogram,omitempty"` // from the due time
+
 	Latency         Latency  `json:"latency_ms"`          // from send to the last byte
 	LatencyFromDue  Latency  `json:"latency_from_due_ms"` // from the due time (no coordinated omission)
 	Lateness        Latency  `json:"lateness_ms"`         // from the due time to the send

@@ -70,7 +70,17 @@ func fixtureLoad(t *testing.T) *load.Result {
 		Latency:        load.Latency{Count: 200, Min: 0.21, Mean: 0.52, P50: 0.41, P90: 0.66, P99: 1.9, Max: 10000},
 		LatencyFromDue: load.Latency{Count: 200, Min: 0.25, Mean: 0.61, P50: 0.49, P90: 0.75, P99: 2.3, Max: 10000.4},
 		Lateness:       load.Latency{Count: 200, Min: 0.01, Mean: 0.07, P50: 0.05, P90: 0.09, P99: 0.4, Max: 0.9},
-		VUs:            load.VUStats{PreAllocated: 10, Max: 100, Peak: 10, MaxBusy: 3},
+		LatencyHistogram: &load.Histogram{Unit: "ms", Buckets: []load.Bucket{
+			{LeMs: 0.3, Count: 30}, {LeMs: 0.5, Count: 120}, {LeMs: 1, Count: 44}, {LeMs: 2, Count: 4},
+			{LeMs: 3}, {LeMs: 5}, {LeMs: 10}, {LeMs: 20}, {LeMs: 30}, {LeMs: 50}, {LeMs: 100}, {LeMs: 200}, {LeMs: 300},
+			{LeMs: 500}, {LeMs: 1000}, {LeMs: 2000}, {LeMs: 3000}, {LeMs: 5000}, {LeMs: 10000, Count: 2},
+		}},
+		LatencyFromDueHistogram: &load.Histogram{Unit: "ms", Buckets: []load.Bucket{
+			{LeMs: 0.3, Count: 20}, {LeMs: 0.5, Count: 110}, {LeMs: 1, Count: 62}, {LeMs: 2, Count: 4}, {LeMs: 3, Count: 2},
+			{LeMs: 5}, {LeMs: 10}, {LeMs: 20}, {LeMs: 30}, {LeMs: 50}, {LeMs: 100}, {LeMs: 200}, {LeMs: 300},
+			{LeMs: 500}, {LeMs: 1000}, {LeMs: 2000}, {LeMs: 3000}, {LeMs: 5000}, {LeMs: 10000}, {LeMs: 20000, Count: 2},
+		}},
+		VUs: load.VUStats{PreAllocated: 10, Max: 100, Peak: 10, MaxBusy: 3},
 		Headers: load.Headers{
 			Responses:   198,
 			RateLimit:   load.FieldStat{Checked: 198, Present: 198, Valid: 198},
@@ -605,5 +615,41 @@ func TestFormatHelpers(t *testing.T) {
 	}
 	if got := countNoun(1, "key", "keys") + ", " + countNoun(2, "key", "keys") + ", " + plural(0, "trial", "trials"); got != "1 key, 2 keys, trials" {
 		t.Errorf("countNoun/plural = %q", got)
+	}
+}
+
+func TestHTMLLoadHistogram(t *testing.T) {
+	withHist := fixtureLoad(t)
+	without := fixtureLoad(t)
+	without.LatencyHistogram, without.LatencyFromDueHistogram = nil, nil
+	tests := []struct {
+		name    string
+		res     *load.Result
+		want    []string
+		notWant []string
+	}{
+		{"with buckets", withHist,
+			[]string{"<h3>Latency histogram</h3>", `aria-label="latency histogram"`, "from due time: 110 requests at most 0.5 ms", "from send: 2 requests at most 10000 ms", ">≤0.3<"},
+			[]string{"not their buckets"}},
+		{"without buckets", without,
+			[]string{"not their buckets, so the percentiles are drawn as bars instead"},
+			[]string{"<h3>Latency histogram</h3>", `aria-label="latency histogram"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			loadHTML(&b, tt.res)
+			page := b.String()
+			for _, w := range tt.want {
+				if !strings.Contains(page, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(page, w) {
+					t.Errorf("page has %q", w)
+				}
+			}
+		})
 	}
 }

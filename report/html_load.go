@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -192,7 +193,13 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 	htmlTable(b, []string{"latency ms", "min", "mean", "p50", "p90", "p99", "max"}, [][]string{
 		lat("from due time", res.LatencyFromDue), lat("from send", res.Latency), lat("lateness", res.Lateness),
 	}, 1, 2, 3, 4, 5, 6)
-	b.WriteString("<p class=\"muted\">Latency histogram: this document (load version 1) carries percentiles from HDR histograms but not their buckets, so the percentiles are drawn as bars instead.</p>\n")
+	if res.LatencyFromDueHistogram != nil || res.LatencyHistogram != nil {
+		b.WriteString("<h3>Latency histogram</h3>\n")
+		b.WriteString(loadHistogramChart(res))
+		b.WriteString("<p class=\"muted\">Each pair of bars counts the requests whose latency is above the previous bound and at most the bound under it (ms, 1-2-3-5 steps per decade, within the HDR histogram's resolution).</p>\n")
+	} else {
+		b.WriteString("<p class=\"muted\">Latency histogram: this document carries percentiles from HDR histograms but not their buckets, so the percentiles are drawn as bars instead.</p>\n")
+	}
 
 	// Statuses and counts.
 	b.WriteString("<h3>Responses</h3>\n")
@@ -268,6 +275,59 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 	} else {
 		fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("kept up: nothing dropped, scheduling lateness p99 %s ms", loadNum(res.Lateness.P99))))
 	}
+}
+
+// loadHistMaxLabels bounds the bucket labels under the histogram.
+const loadHistMaxLabels = 16
+
+// loadHistogramChart draws the latency histograms from the due time and
+// from the send side by side, one group of bars per bucket bound (the
+// bounds are log-spaced, so the x axis is too); counts on a log scale so
+// that a few slow requests stay visible next to thousands of fast ones.
+func loadHistogramChart(res *load.Result) string {
+	series := []struct {
+		name, class string
+		h           *load.Histogram
+	}{
+		{"from due time", "lat-due", res.LatencyFromDueHistogram},
+		{"from send", "lat-send", res.LatencyHistogram},
+	}
+	var bounds []float64
+	counts := make([]map[float64]int64, len(series))
+	for k, s := range series {
+		counts[k] = map[float64]int64{}
+		if s.h == nil {
+			continue
+		}
+		for _, bk := range s.h.Buckets {
+			bounds = append(bounds, bk.LeMs)
+			counts[k][bk.LeMs] += bk.Count
+		}
+	}
+	slices.Sort(bounds)
+	bounds = slices.Compact(bounds)
+	every := (len(bounds) + loadHistMaxLabels - 1) / loadHistMaxLabels
+	chart := barChart{title: "latency histogram", yLabel: "requests (log scale)", height: 280, logY: true}
+	for i, le := range bounds {
+		grp := barGroup{}
+		if i%every == 0 || i == len(bounds)-1 {
+			grp.label = "≤" + tickLabel(le)
+		}
+		for k, s := range series {
+			if s.h == nil {
+				continue
+			}
+			n := counts[k][le]
+			grp.bars = append(grp.bars, bar{title: fmt.Sprintf("%s: %d requests at most %s ms", s.name, n, tickLabel(le)), segs: []seg{{float64(n), s.class}}})
+		}
+		chart.groups = append(chart.groups, grp)
+	}
+	for _, s := range series {
+		if s.h != nil {
+			chart.legend = append(chart.legend, legendItem{s.name, s.class})
+		}
+	}
+	return chart.svg()
 }
 
 func loadIdentities(n int) string {

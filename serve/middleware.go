@@ -120,7 +120,7 @@ func (c Config) Validate() error {
 }
 
 func (c Config) validate() error {
-	if !isToken(c.IdentityHeader) {
+	if !header.IsToken(c.IdentityHeader) {
 		return exitcode.Usagef("--identity-header %q is not a valid header name", c.IdentityHeader)
 	}
 	if c.TrustProxy < 0 {
@@ -139,24 +139,6 @@ func (c Config) validate() error {
 		return exitcode.Usagef("--delay %s must not be negative", c.Delay)
 	}
 	return nil
-}
-
-// isToken reports whether s is an HTTP token (RFC 9110 section 5.6.2), the
-// syntax of a field name.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // Counts are the middleware's decisions since it was made.
