@@ -1,32 +1,15 @@
 package load
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestProgress(t *testing.T) {
-	var w lockedBuffer
+	var w redistest.Buffer
 	live := &Live{}
 	live.Sent.Store(12)
 	live.OK.Store(10)

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,24 +17,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/redistest"
 	"github.com/ratelimit-dev/ratelimit/sandbox"
 )
-
-// lockedBuffer is a strings.Builder safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestRedisTrouble pauses, then stops, a dedicated redis-server (never the
 // shared one) while serving: fail open answers 200 within the deadline plus
@@ -58,7 +39,7 @@ func TestRedisTrouble(t *testing.T) {
 	const deadline = 50 * time.Millisecond
 	// slack covers the HTTP round trip on a busy 2-core machine under -race.
 	const slack = 60 * time.Millisecond
-	logs := &lockedBuffer{}
+	logs := &redistest.Buffer{}
 	open := newHandler(t, client, Config{Params: bucket(t, 10, "5/s"), RedisTimeout: deadline, Fail: FailOpen, Log: logs})
 	closed := newHandler(t, client, Config{Params: bucket(t, 10, "5/s"), RedisTimeout: deadline, Fail: FailClosed, Log: logs})
 	tsOpen, tsClosed := httptest.NewServer(open), httptest.NewServer(closed)

@@ -83,7 +83,7 @@ func TestStartAddressErrors(t *testing.T) {
 // context shuts down and reports the counts.
 func TestRun(t *testing.T) {
 	tg := redistest.Embedded(t)
-	out := &lockedBuffer{}
+	out := &redistest.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errc := make(chan error, 1)
