@@ -42,6 +42,9 @@ type Factory struct {
 	Global *GlobalOptions
 	// Redis connects once, on first use, and is closed when the command ends.
 	Redis func(ctx context.Context) (*redisconn.Conn, error)
+	// DefaultRedisURL, when set, replaces redis://localhost:6379/0 as the
+	// address tried when neither --redis nor REDIS_URL is given.
+	DefaultRedisURL string
 
 	mu   sync.Mutex
 	conn *redisconn.Conn
@@ -84,6 +87,7 @@ func (f *Factory) RedisOptions() redisconn.Options {
 		Cluster:       g.Cluster,
 		Timeout:       g.RedisTimeout,
 		Notice:        f.IO.ErrOut,
+		DefaultURL:    f.DefaultRedisURL,
 	}
 }
 

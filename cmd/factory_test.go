@@ -30,6 +30,10 @@ func newTestFactory(t *testing.T) *testFactory {
 	f.IO = IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
 	f.Now = func() time.Time { return testNow }
 	f.Getenv = func(k string) string { return env[k] }
+	// A command run without --redis must never reach a server that happens
+	// to listen on localhost:6379: port 1 refuses at once, so it falls back
+	// to the embedded server.
+	f.DefaultRedisURL = "redis://127.0.0.1:1/0"
 	t.Cleanup(f.Close)
 	return &testFactory{Factory: f, Out: out, ErrOut: errOut, Env: env}
 }

@@ -4,7 +4,7 @@ import "time"
 
 // WithDefault points the default-resolution probe at another URL for tests.
 func WithDefault(o Options, url string, probe time.Duration) Options {
-	o.defaultURL = url
+	o.DefaultURL = url
 	o.probeTimeout = probe
 	return o
 }

@@ -48,8 +48,12 @@ type Options struct {
 	// Notice receives one-line notices (the embedded fallback); nil discards them.
 	Notice io.Writer
 
-	// defaultURL and probeTimeout replace DefaultURL and its 300 ms probe in tests.
-	defaultURL   string
+	// DefaultURL replaces the package's DefaultURL as the address tried
+	// when URL is empty (tests point it at a closed port so they never
+	// reach a server on localhost:6379).
+	DefaultURL string
+
+	// probeTimeout replaces the 300 ms probe in tests.
 	probeTimeout time.Duration
 }
 
@@ -100,7 +104,7 @@ func Open(ctx context.Context, opts Options) (*Conn, error) {
 		return openEmbedded(opts, "--redis embedded")
 	}
 	if raw == "" {
-		def := opts.defaultURL
+		def := opts.DefaultURL
 		if def == "" {
 			def = DefaultURL
 		}
