@@ -3,8 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -119,14 +117,6 @@ Output (-o): text, json (save it for 'ratelimit report'), or markdown
 	return c
 }
 
-// evalAlgoFlags are the parameter flags each algorithm reads.
-var evalAlgoFlags = map[eval.Algo][]string{
-	eval.TokenBucket:   {"capacity", "rate"},
-	eval.SlidingWindow: {"limit", "window"},
-	eval.FixedWindow:   {"limit", "window"},
-	eval.GCRA:          {"rate", "burst"},
-}
-
 // check validates flag combinations; every problem is exit 2.
 func (opts *evalOptions) check() (eval.Algo, error) {
 	set := opts.Changed
@@ -153,11 +143,8 @@ func (opts *evalOptions) check() (eval.Algo, error) {
 	if err != nil {
 		return "", err
 	}
-	uses := evalAlgoFlags[algo]
-	for _, n := range []string{"capacity", "rate", "limit", "window", "burst"} {
-		if set[n] && !slices.Contains(uses, n) {
-			return "", exitcode.Usagef("--%s does not apply to %s; it uses --%s", n, algo, strings.Join(uses, " and --"))
-		}
+	if err := checkAlgoFlags(algo, set); err != nil {
+		return "", err
 	}
 	if opts.Cost < 1 {
 		return "", exitcode.Usagef("--cost %d must be at least 1", opts.Cost)

@@ -37,15 +37,6 @@ type serveOptions struct {
 	Changed map[string]bool
 }
 
-// algoFlags are the limiter flags and the algorithms that read them.
-var algoFlags = map[string][]eval.Algo{
-	"capacity": {eval.TokenBucket},
-	"rate":     {eval.TokenBucket, eval.GCRA},
-	"limit":    {eval.SlidingWindow, eval.FixedWindow},
-	"window":   {eval.SlidingWindow, eval.FixedWindow},
-	"burst":    {eval.GCRA},
-}
-
 func newServeCmd(f *Factory, run func(*serveOptions) error) *cobra.Command {
 	opts := &serveOptions{f: f, Rate: rate.Rate{Count: 5, Per: time.Second}}
 	c := &cobra.Command{
@@ -111,17 +102,8 @@ func (opts *serveOptions) config() (serve.Config, error) {
 	if err != nil {
 		return serve.Config{}, err
 	}
-	for _, name := range []string{"capacity", "rate", "limit", "window", "burst"} {
-		if !opts.Changed[name] {
-			continue
-		}
-		ok := false
-		for _, a := range algoFlags[name] {
-			ok = ok || a == algo
-		}
-		if !ok {
-			return serve.Config{}, exitcode.Usagef("--%s does not apply to %s; see 'ratelimit serve --help' for its flags", name, algo)
-		}
+	if err := checkAlgoFlags(algo, opts.Changed); err != nil {
+		return serve.Config{}, err
 	}
 	fail, err := serve.ParseFailMode(opts.Fail)
 	if err != nil {

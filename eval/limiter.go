@@ -30,6 +30,24 @@ const (
 // Algos lists the algorithms in a stable order.
 func Algos() []Algo { return []Algo{TokenBucket, SlidingWindow, FixedWindow, GCRA} }
 
+// LimitFlags names the parameters that differ between algorithms, by the
+// flag names eval and serve give them.
+var LimitFlags = []string{"capacity", "rate", "limit", "window", "burst"}
+
+// Flags returns the parameters of LimitFlags that a reads: token-bucket
+// capacity and rate, the windows limit and window, gcra rate and burst.
+func (a Algo) Flags() []string {
+	switch a {
+	case TokenBucket:
+		return []string{"capacity", "rate"}
+	case SlidingWindow, FixedWindow:
+		return []string{"limit", "window"}
+	case GCRA:
+		return []string{"rate", "burst"}
+	}
+	return nil
+}
+
 // ParseAlgo reads an algorithm name; a few common spellings are accepted.
 func ParseAlgo(s string) (Algo, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
