@@ -144,10 +144,10 @@ func TestPlainDecimalRates(t *testing.T) {
 		arg  string
 		want int // allowed of 3 quick calls
 	}{
-		{Params{Algo: TokenBucket, Capacity: 2, Rate: mustRate(t, "1000000/s")}, "1000000", 3},
-		{Params{Algo: TokenBucket, Capacity: 2, Rate: mustRate(t, "0.00001/s")}, "0.00001", 2},
-		{Params{Algo: GCRA, Burst: 2, Rate: mustRate(t, "1000000/s")}, "1000000", 3},
-		{Params{Algo: GCRA, Burst: 2, Rate: mustRate(t, "0.00001/s")}, "0.00001", 2},
+		{Params{Algo: TokenBucket, Capacity: 2, Rate: rate.MustParse("1000000/s")}, "1000000", 3},
+		{Params{Algo: TokenBucket, Capacity: 2, Rate: rate.MustParse("0.00001/s")}, "0.00001", 2},
+		{Params{Algo: GCRA, Burst: 2, Rate: rate.MustParse("1000000/s")}, "1000000", 3},
+		{Params{Algo: GCRA, Burst: 2, Rate: rate.MustParse("0.00001/s")}, "0.00001", 2},
 	}
 	for _, tg := range redistest.All(t) {
 		for _, tt := range tests {

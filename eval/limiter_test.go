@@ -17,15 +17,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
-func mustRate(t *testing.T, s string) rate.Rate {
-	t.Helper()
-	r, err := rate.Parse(s)
-	if err != nil {
-		t.Fatalf("rate.Parse(%q): %v", s, err)
-	}
-	return r
-}
-
 func mustLimiter(t *testing.T, p Params) *Limiter {
 	t.Helper()
 	l, err := NewLimiter(p)

@@ -38,7 +38,7 @@ func TestAcceptanceTokenBucket(t *testing.T) {
 			key := redistest.Key(t, "tb")
 			redistest.Cleanup(t, tg.Client, key)
 			res, err := Run(context.Background(), tg.Client, Options{
-				Params: Params{Algo: TokenBucket, Capacity: 5, Rate: mustRate(t, "1/s")},
+				Params: Params{Algo: TokenBucket, Capacity: 5, Rate: rate.MustParse("1/s")},
 				Key:    key, Count: 7, Server: tg.Server,
 			})
 			if err != nil {
@@ -211,7 +211,7 @@ func TestKeyFor(t *testing.T) {
 func TestRunIdentityKey(t *testing.T) {
 	tg := redistest.Embedded(t)
 	res, err := Run(context.Background(), tg.Client, Options{
-		Params:   Params{Algo: TokenBucket, Capacity: 2, Rate: mustRate(t, "1/s")},
+		Params:   Params{Algo: TokenBucket, Capacity: 2, Rate: rate.MustParse("1/s")},
 		Identity: "api-key-123", HashIdentity: true,
 	})
 	if err != nil {
@@ -229,7 +229,7 @@ func TestRunIdentityKey(t *testing.T) {
 func TestRunBadInput(t *testing.T) {
 	tg := redistest.Embedded(t)
 	dir := t.TempDir()
-	tb := Params{Algo: TokenBucket, Capacity: 5, Rate: mustRate(t, "1/s")}
+	tb := Params{Algo: TokenBucket, Capacity: 5, Rate: rate.MustParse("1/s")}
 	script := filepath.Join("testdata", "raw_reply.lua")
 	tests := []struct {
 		name string
@@ -240,7 +240,7 @@ func TestRunBadInput(t *testing.T) {
 		{"hash without identity", Options{Params: tb, Key: "k", HashIdentity: true}},
 		{"negative count", Options{Params: tb, Key: "k", Count: -1}},
 		{"negative interval", Options{Params: tb, Key: "k", Interval: -time.Second}},
-		{"capacity 0", Options{Params: Params{Algo: TokenBucket, Rate: mustRate(t, "1/s")}, Key: "k"}},
+		{"capacity 0", Options{Params: Params{Algo: TokenBucket, Rate: rate.MustParse("1/s")}, Key: "k"}},
 		{"unknown algo", Options{Params: Params{Algo: "leaky"}, Key: "k"}},
 		{"words without script", Options{Params: tb, Key: "k", ScriptWords: []string{"x"}}},
 		{"missing comma", Options{ScriptFile: script, ScriptWords: []string{"k", "v"}}},

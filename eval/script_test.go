@@ -201,7 +201,7 @@ func TestFunction(t *testing.T) {
 			key := redistest.Key(t, "fn")
 			redistest.Cleanup(t, tg.Client, key)
 			res, err := Run(ctx, tg.Client, Options{
-				Params: Params{Algo: TokenBucket, Capacity: 5, Rate: mustRate(t, "1/s")},
+				Params: Params{Algo: TokenBucket, Capacity: 5, Rate: rate.MustParse("1/s")},
 				Key:    key, Count: 7, Function: true,
 			})
 			if err != nil {

@@ -32,7 +32,7 @@ func TestArrivalTimes(t *testing.T) {
 		{"1000/s", 1000 * time.Second, 1_000_000, []int64{0, 1, 2}, 999_999},
 	}
 	for _, tt := range tests {
-		got, err := ArrivalTimes(mustRate(t, tt.r), tt.d)
+		got, err := ArrivalTimes(rate.MustParse(tt.r), tt.d)
 		if err != nil {
 			t.Fatalf("ArrivalTimes(%s, %s): %v", tt.r, tt.d, err)
 		}
@@ -45,13 +45,13 @@ func TestArrivalTimes(t *testing.T) {
 		d time.Duration
 	}{
 		{rate.Rate{}, time.Second},
-		{mustRate(t, "1/s"), 0},
-		{mustRate(t, "1000000/s"), time.Hour},
-		{mustRate(t, "1e-300/s"), 30 * time.Second}, // the gap is +Inf ns
+		{rate.MustParse("1/s"), 0},
+		{rate.MustParse("1000000/s"), time.Hour},
+		{rate.MustParse("1e-300/s"), 30 * time.Second}, // the gap is +Inf ns
 		{rate.Rate{Count: 5e-324, Per: time.Hour}, time.Second},
-		{mustRate(t, "1/h"), 1000 * time.Hour}, // 3.6M per-second entries
-		{mustRate(t, "1/s"), 24*time.Hour + time.Millisecond},
-		{mustRate(t, "1000/s"), 1000*time.Second + time.Millisecond}, // one call over
+		{rate.MustParse("1/h"), 1000 * time.Hour}, // 3.6M per-second entries
+		{rate.MustParse("1/s"), 24*time.Hour + time.Millisecond},
+		{rate.MustParse("1000/s"), 1000*time.Second + time.Millisecond}, // one call over
 	} {
 		times, err := ArrivalTimes(bad.r, bad.d)
 		if exitcode.Code(err) != exitcode.Usage || strings.Contains(err.Error(), "\n") || len(err.Error()) > 200 {
@@ -64,10 +64,10 @@ func TestArrivalTimes(t *testing.T) {
 // Simulate itself, not panics, before anything is sent.
 func TestSimulateBadInput(t *testing.T) {
 	tg := redistest.Embedded(t)
-	p := Params{Algo: TokenBucket, Capacity: 10, Rate: mustRate(t, "5/s")}
+	p := Params{Algo: TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")}
 	for _, bad := range []SimOptions{
-		{Params: p, Arrivals: mustRate(t, "1e-300/s"), For: 30 * time.Second},
-		{Params: p, Arrivals: mustRate(t, "1/h"), For: 1000 * time.Hour},
+		{Params: p, Arrivals: rate.MustParse("1e-300/s"), For: 30 * time.Second},
+		{Params: p, Arrivals: rate.MustParse("1/h"), For: 1000 * time.Hour},
 	} {
 		if _, err := Simulate(context.Background(), tg.Client, bad); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("Simulate(%v for %s) = %v, want exit 2", bad.Arrivals, bad.For, err)
@@ -94,7 +94,7 @@ func TestAcceptanceSimulate(t *testing.T) {
 	for _, tg := range redistest.All(t) {
 		for _, tt := range tests {
 			t.Run(tg.Name+"/"+tt.name, func(t *testing.T) {
-				res, err := Simulate(ctx, tg.Client, SimOptions{Params: tt.p, Arrivals: mustRate(t, "20/s"), For: 30 * time.Second, Server: tg.Server})
+				res, err := Simulate(ctx, tg.Client, SimOptions{Params: tt.p, Arrivals: rate.MustParse("20/s"), For: 30 * time.Second, Server: tg.Server})
 				if err != nil {
 					t.Fatalf("Simulate: %v", err)
 				}
@@ -140,7 +140,7 @@ func TestSimulateSurvivesScriptFlush(t *testing.T) {
 			l := mustLimiter(t, Params{Algo: TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}})
 			key := redistest.Key(t, "simflush")
 			redistest.Cleanup(t, tg.Client, key)
-			times, _ := ArrivalTimes(mustRate(t, "20/s"), 100*time.Second) // 2000 calls: 2 pipelines
+			times, _ := ArrivalTimes(rate.MustParse("20/s"), 100*time.Second) // 2000 calls: 2 pipelines
 			base := serverMs(t, tg.Client)
 			m := l.Model()
 			var ds []Decision
@@ -170,11 +170,11 @@ func TestSimulateSurvivesScriptFlush(t *testing.T) {
 // with the model. Rounding the refill down per call (250.5 micro-tokens
 // every 5 ms) used to admit only 1 at 200/s.
 func TestSimulateSlowRefillAtAnyFrequency(t *testing.T) {
-	p := Params{Algo: TokenBucket, Capacity: 1, Rate: mustRate(t, "0.0501/s")}
+	p := Params{Algo: TokenBucket, Capacity: 1, Rate: rate.MustParse("0.0501/s")}
 	for _, tg := range redistest.All(t) {
 		for _, arrivals := range []string{"50/s", "200/s"} {
 			t.Run(tg.Name+"/"+arrivals, func(t *testing.T) {
-				res, err := Simulate(context.Background(), tg.Client, SimOptions{Params: p, Arrivals: mustRate(t, arrivals), For: 20 * time.Second})
+				res, err := Simulate(context.Background(), tg.Client, SimOptions{Params: p, Arrivals: rate.MustParse(arrivals), For: 20 * time.Second})
 				if err != nil {
 					t.Fatalf("Simulate: %v", err)
 				}

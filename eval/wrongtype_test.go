@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
@@ -19,10 +20,10 @@ func TestWrongTypeKey(t *testing.T) {
 		p    Params
 		kind string // what to put in the key beforehand
 	}{
-		{Params{Algo: TokenBucket, Capacity: 5, Rate: mustRate(t, "1/s")}, "string"},
+		{Params{Algo: TokenBucket, Capacity: 5, Rate: rate.MustParse("1/s")}, "string"},
 		{Params{Algo: SlidingWindow, Limit: 3, Window: 10 * time.Second}, "string"},
 		{Params{Algo: FixedWindow, Limit: 3, Window: 10 * time.Second}, "list"},
-		{Params{Algo: GCRA, Rate: mustRate(t, "1/s"), Burst: 3}, "hash"},
+		{Params{Algo: GCRA, Rate: rate.MustParse("1/s"), Burst: 3}, "hash"},
 	}
 	for _, tg := range redistest.All(t) {
 		for _, tt := range tests {

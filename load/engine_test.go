@@ -37,7 +37,7 @@ func sumStatus(m map[string]int64) int64 {
 
 func TestRunPlainTarget(t *testing.T) {
 	pt := newPlainTarget(t, 200, 0)
-	res := runLoad(t, Options{Target: pt.URL + "/hello", Rate: mustRate(t, "20/s"), Duration: 2 * time.Second})
+	res := runLoad(t, Options{Target: pt.URL + "/hello", Rate: rate.MustParse("20/s"), Duration: 2 * time.Second})
 	if res.Planned != 40 || res.Sent != 40 || res.Dropped != 0 || res.NotStarted != 0 {
 		t.Fatalf("planned %d sent %d dropped %d not started %d; want 40 40 0 0", res.Planned, res.Sent, res.Dropped, res.NotStarted)
 	}
@@ -93,7 +93,7 @@ func TestRunTokenBucketVerdict(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := runLoad(t, Options{
-				Target: lt.URL, Rate: mustRate(t, "20/s"), Duration: 2 * time.Second,
+				Target: lt.URL, Rate: rate.MustParse("20/s"), Duration: 2 * time.Second,
 				Identities: 1, Expect: x,
 			})
 			if res.Sent != 40 || res.Dropped != 0 {
@@ -146,7 +146,7 @@ func TestRunSlidingWindowIdentities(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := runLoad(t, Options{
-		Target: lt.URL, Rate: mustRate(t, "30/s"), Duration: time.Second,
+		Target: lt.URL, Rate: rate.MustParse("30/s"), Duration: time.Second,
 		Identities: 3, Expect: x,
 	})
 	if res.Sent != 30 || res.Allowed != 15 || res.RateLimited != 15 {
@@ -172,7 +172,7 @@ func TestRunSlidingWindowIdentities(t *testing.T) {
 func TestRunDropsWhenNoVU(t *testing.T) {
 	pt := newPlainTarget(t, 200, 300*time.Millisecond)
 	res := runLoad(t, Options{
-		Target: pt.URL, Rate: mustRate(t, "20/s"), Duration: time.Second,
+		Target: pt.URL, Rate: rate.MustParse("20/s"), Duration: time.Second,
 		PreAllocatedVUs: 1, MaxVUs: 2,
 	})
 	if res.Planned != 20 || res.Sent+res.Dropped != res.Planned {
@@ -199,7 +199,7 @@ func TestRunDropsWhenNoVU(t *testing.T) {
 
 func TestRunFailuresAndThreshold(t *testing.T) {
 	pt := newPlainTarget(t, 503, 0)
-	res := runLoad(t, Options{Target: pt.URL, Rate: mustRate(t, "10/s"), Duration: time.Second, MaxFailed: 0.01})
+	res := runLoad(t, Options{Target: pt.URL, Rate: rate.MustParse("10/s"), Duration: time.Second, MaxFailed: 0.01})
 	if res.Failed != 10 || res.FailedPct != 100 || res.Verdict != "fail" {
 		t.Errorf("failed %d (%.1f%%) verdict %q", res.Failed, res.FailedPct, res.Verdict)
 	}
@@ -207,7 +207,7 @@ func TestRunFailuresAndThreshold(t *testing.T) {
 		t.Errorf("thresholds %+v", res.Thresholds)
 	}
 	// Allowing 503 makes the same run pass.
-	res = runLoad(t, Options{Target: pt.URL, Rate: mustRate(t, "10/s"), Duration: time.Second, ExpectStatus: []int{503}})
+	res = runLoad(t, Options{Target: pt.URL, Rate: rate.MustParse("10/s"), Duration: time.Second, ExpectStatus: []int{503}})
 	if res.Failed != 0 || res.Verdict != "pass" {
 		t.Errorf("with 503 expected: failed %d verdict %q", res.Failed, res.Verdict)
 	}
@@ -216,7 +216,7 @@ func TestRunFailuresAndThreshold(t *testing.T) {
 func TestRunTimeout(t *testing.T) {
 	pt := newPlainTarget(t, 200, 3*time.Second)
 	start := time.Now()
-	res := runLoad(t, Options{Target: pt.URL, Rate: mustRate(t, "5/s"), Duration: time.Second, Timeout: 200 * time.Millisecond})
+	res := runLoad(t, Options{Target: pt.URL, Rate: rate.MustParse("5/s"), Duration: time.Second, Timeout: 200 * time.Millisecond})
 	if res.Errors["timeout"] != 5 || res.Failed != 5 || res.Responses != 0 {
 		t.Errorf("errors %v failed %d responses %d", res.Errors, res.Failed, res.Responses)
 	}
@@ -234,7 +234,7 @@ func TestRunInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(500*time.Millisecond, cancel)
 	start := time.Now()
-	res, err := Run(ctx, Options{Target: pt.URL, Rate: mustRate(t, "20/s"), Duration: 5 * time.Second})
+	res, err := Run(ctx, Options{Target: pt.URL, Rate: rate.MustParse("20/s"), Duration: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -256,7 +256,7 @@ func TestRunUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	_, err = Run(context.Background(), Options{Target: "http://" + addr + "/", Rate: mustRate(t, "5/s"), Duration: time.Second})
+	_, err = Run(context.Background(), Options{Target: "http://" + addr + "/", Rate: rate.MustParse("5/s"), Duration: time.Second})
 	if exitcode.Code(err) != exitcode.Unreachable || !strings.Contains(err.Error(), addr) {
 		t.Errorf("Run against a closed port: %v (exit %d), want exit 3 naming %s", err, exitcode.Code(err), addr)
 	}
@@ -272,7 +272,7 @@ func TestRunHeaderChecks(t *testing.T) {
 		}
 		h.Set("X-RateLimit-Remaining", "1")
 	}
-	res := runLoad(t, Options{Target: lt.URL, Rate: mustRate(t, "10/s"), Duration: time.Second})
+	res := runLoad(t, Options{Target: lt.URL, Rate: rate.MustParse("10/s"), Duration: time.Second})
 	h := res.Headers
 	if res.RateLimited != 8 || h.RetryAfter.Checked != 8 || h.RetryAfter.Present != 0 || h.RetryAfter.Valid != 0 {
 		t.Errorf("429s %d retry-after %+v", res.RateLimited, h.RetryAfter)
@@ -301,7 +301,7 @@ func TestRunBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := runLoad(t, Options{Target: pt.URL, Method: "POST", Headers: h, Body: []byte(`{"a":1}`),
-		Rate: mustRate(t, "2/s"), Duration: time.Second})
+		Rate: rate.MustParse("2/s"), Duration: time.Second})
 	if res.Sent != 2 || res.Status["200"] != 2 {
 		t.Fatalf("sent %d status %v", res.Sent, res.Status)
 	}

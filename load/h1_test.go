@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
 func TestH1ReadResponse(t *testing.T) {
@@ -135,7 +137,7 @@ func TestH1StaleKeepAliveRetried(t *testing.T) {
 			}()
 		}
 	}()
-	res := runLoad(t, Options{Target: "http://" + ln.Addr().String() + "/", Rate: mustRate(t, "20/s"), Duration: time.Second, PreAllocatedVUs: 1, MaxVUs: 1})
+	res := runLoad(t, Options{Target: "http://" + ln.Addr().String() + "/", Rate: rate.MustParse("20/s"), Duration: time.Second, PreAllocatedVUs: 1, MaxVUs: 1})
 	if res.Status["200"] != 20 || res.Failed != 0 {
 		t.Errorf("status %v failed %d errors %v; want 20 OK despite closed keep-alives", res.Status, res.Failed, res.Errors)
 	}
@@ -155,7 +157,7 @@ func TestRunNetHTTPPath(t *testing.T) {
 		_, _ = w.Write([]byte("ok"))
 	}))
 	t.Cleanup(srv.Close)
-	o := Options{Target: srv.URL, Rate: mustRate(t, "10/s"), Duration: time.Second, Identities: 2, Transport: srv.Client().Transport}
+	o := Options{Target: srv.URL, Rate: rate.MustParse("10/s"), Duration: time.Second, Identities: 2, Transport: srv.Client().Transport}
 	e := &engine{o: o}
 	if o2, err := o.withDefaults(); err != nil {
 		t.Fatal(err)
@@ -176,7 +178,7 @@ func TestH1InterruptCutsBlockedRead(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start := time.Now()
-	res, err := Run(ctx, Options{Target: pt.URL, Rate: mustRate(t, "5/s"), Duration: 5 * time.Second})
+	res, err := Run(ctx, Options{Target: pt.URL, Rate: rate.MustParse("5/s"), Duration: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
-func mustRate(t *testing.T, s string) rate.Rate {
-	t.Helper()
-	r, err := rate.Parse(s)
-	if err != nil {
-		t.Fatalf("rate.Parse(%q): %v", s, err)
-	}
-	return r
-}
-
 func TestSchedulePlanned(t *testing.T) {
 	tests := []struct {
 		rate string
@@ -46,7 +37,7 @@ func TestSchedulePlanned(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.rate+"/"+tt.dur.String(), func(t *testing.T) {
-			s, err := NewSchedule(mustRate(t, tt.rate), tt.dur)
+			s, err := NewSchedule(rate.MustParse(tt.rate), tt.dur)
 			if err != nil {
 				t.Fatalf("NewSchedule: %v", err)
 			}
@@ -84,7 +75,7 @@ func TestScheduleDue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.rate, func(t *testing.T) {
-			s, err := NewSchedule(mustRate(t, tt.rate), tt.dur)
+			s, err := NewSchedule(rate.MustParse(tt.rate), tt.dur)
 			if err != nil {
 				t.Fatalf("NewSchedule: %v", err)
 			}
@@ -103,7 +94,7 @@ func TestScheduleDue(t *testing.T) {
 // No drift: the 600th arrival of 20/s is exactly at 29.95 s, and the due
 // times of a long run stay within a nanosecond of i/rate.
 func TestScheduleNoDrift(t *testing.T) {
-	s, err := NewSchedule(mustRate(t, "3/s"), 24*time.Hour)
+	s, err := NewSchedule(rate.MustParse("3/s"), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,14 +105,14 @@ func TestScheduleNoDrift(t *testing.T) {
 			t.Errorf("Due(%d) = %d, want floor(%f)", i, got, exact)
 		}
 	}
-	s, _ = NewSchedule(mustRate(t, "20/s"), 30*time.Second)
+	s, _ = NewSchedule(rate.MustParse("20/s"), 30*time.Second)
 	if got, _ := s.Due(599); got != 29950*time.Millisecond {
 		t.Errorf("Due(599) = %v, want 29.95s", got)
 	}
 }
 
 func TestSchedulePace(t *testing.T) {
-	s, err := NewSchedule(mustRate(t, "10/s"), time.Second)
+	s, err := NewSchedule(rate.MustParse("10/s"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +139,7 @@ func TestSchedulePace(t *testing.T) {
 }
 
 func TestScheduleExpected(t *testing.T) {
-	s, err := NewSchedule(mustRate(t, "7/s"), 1500*time.Millisecond)
+	s, err := NewSchedule(rate.MustParse("7/s"), 1500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,3 +109,13 @@ func (r *Rate) Set(s string) error {
 
 // Type names the flag value in --help.
 func (r *Rate) Type() string { return "rate" }
+
+// MustParse is Parse for rates known to be valid (constants, tests); it
+// panics on an error.
+func MustParse(s string) Rate {
+	r, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}

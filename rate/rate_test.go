@@ -82,3 +82,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestMustParse(t *testing.T) {
+	if got := MustParse("300/m"); got.PerSecond() != 5 {
+		t.Errorf("MustParse(300/m).PerSecond() = %v, want 5", got.PerSecond())
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("MustParse(abc) did not panic")
+		}
+	}()
+	MustParse("abc")
+}

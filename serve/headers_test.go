@@ -9,6 +9,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
@@ -29,7 +30,7 @@ func TestPolicyField(t *testing.T) {
 		{"bucket faster than its size", bucket(t, 1, "1000/s"), "", `"default";q=1;w=1`, 1, 1},
 		{"sliding window 100 per minute", eval.Params{Algo: eval.SlidingWindow, Limit: 100, Window: time.Minute}, "", `"default";q=100;w=60`, 100, 60},
 		{"fixed window 5 per 1.5s", eval.Params{Algo: eval.FixedWindow, Limit: 5, Window: 1500 * time.Millisecond}, "", `"default";q=5;w=2`, 5, 2},
-		{"gcra 5/s burst 10", eval.Params{Algo: eval.GCRA, Rate: mustRate(t, "5/s"), Burst: 10}, "", `"default";q=10;w=2`, 10, 2},
+		{"gcra 5/s burst 10", eval.Params{Algo: eval.GCRA, Rate: rate.MustParse("5/s"), Burst: 10}, "", `"default";q=10;w=2`, 10, 2},
 		{"named policy", bucket(t, 10, "5/s"), "api", `"api";q=10;w=2`, 10, 2},
 	}
 	for _, tt := range tests {

@@ -19,18 +19,9 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-func mustRate(t *testing.T, s string) rate.Rate {
-	t.Helper()
-	r, err := rate.Parse(s)
-	if err != nil {
-		t.Fatalf("rate.Parse(%q): %v", s, err)
-	}
-	return r
-}
-
 func bucket(t *testing.T, capacity int64, r string) eval.Params {
 	t.Helper()
-	return eval.Params{Algo: eval.TokenBucket, Capacity: capacity, Rate: mustRate(t, r)}
+	return eval.Params{Algo: eval.TokenBucket, Capacity: capacity, Rate: rate.MustParse(r)}
 }
 
 // newHandler builds New's handler on client, with a key prefix unique to

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
@@ -226,7 +227,7 @@ func TestAlgorithms(t *testing.T) {
 		bucket(t, 3, "1/m"),
 		{Algo: eval.SlidingWindow, Limit: 3, Window: time.Minute},
 		{Algo: eval.FixedWindow, Limit: 3, Window: time.Minute},
-		{Algo: eval.GCRA, Rate: mustRate(t, "1/m"), Burst: 3},
+		{Algo: eval.GCRA, Rate: rate.MustParse("1/m"), Burst: 3},
 	} {
 		t.Run(string(p.Algo), func(t *testing.T) {
 			h := newHandler(t, tg.Client, Config{Params: p})
