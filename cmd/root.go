@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/secret"
 )
 
 // Execute runs the root command with os.Args and returns the exit code.
@@ -44,7 +45,7 @@ func run(ctx context.Context, f *Factory, args []string) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(f.IO.ErrOut, "error: internal error: %v; please report it\n", r)
-			code = exitcode.Failed
+			code = exitcode.Internal
 		}
 	}()
 	cmd, err := root.ExecuteContextC(ctx)
@@ -71,7 +72,9 @@ func printError(w io.Writer, cmd *cobra.Command, err error) {
 	if exitcode.Code(err) == exitcode.Usage && cmd != nil {
 		msg += fmt.Sprintf(" (see '%s --help')", cmd.CommandPath())
 	}
-	fmt.Fprintln(w, "error: "+msg)
+	// the last line of defence: whatever a library echoed, no password
+	// reaches the terminal
+	fmt.Fprintln(w, "error: "+secret.Redact(msg))
 }
 
 // NewRootCmd builds the command tree with its persistent flags.
@@ -86,7 +89,8 @@ Redis is taken from --redis, else REDIS_URL, else redis://localhost:6379/0 if
 something answers there, else an embedded in-process server (miniredis).
 
 Exit codes: 0 ok, 1 a check or verdict failed, 2 usage or bad input,
-3 Redis or the target unreachable, 130 interrupted (Ctrl-C).`,
+3 Redis or the target unreachable, 4 internal error (a bug in ratelimit),
+130 interrupted (Ctrl-C).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -14,6 +14,9 @@ const (
 	Failed      = 1
 	Usage       = 2
 	Unreachable = 3
+	// Internal is a bug in ratelimit itself (an error no part of the tool
+	// classified, a recovered panic): never read as a verdict.
+	Internal = 4
 	// Interrupted is the shells' convention for a run stopped by SIGINT
 	// (128 + 2), so an interrupted run never reads as a failed verdict.
 	Interrupted = 130
@@ -63,8 +66,15 @@ func Failf(format string, args ...any) error {
 	return &codedError{code: Failed, err: fmt.Errorf(format+": %w", append(args, ErrCheckFailed)...)}
 }
 
+// Internalf formats an internal error (exit 4): a bug, not the user's input
+// nor a verdict.
+func Internalf(format string, args ...any) error {
+	return &codedError{code: Internal, err: fmt.Errorf(format, args...)}
+}
+
 // Code returns the exit code for err: 0 for nil, the code of the outermost
-// marked error, 1 for ErrCheckFailed, and 1 for anything unmarked.
+// marked error, 1 for ErrCheckFailed, and 4 (internal) for anything
+// unmarked, so an error nobody classified never reads as a failed verdict.
 func Code(err error) int {
 	if err == nil {
 		return OK
@@ -76,5 +86,5 @@ func Code(err error) int {
 	if errors.Is(err, ErrCheckFailed) {
 		return Failed
 	}
-	return Failed
+	return Internal
 }

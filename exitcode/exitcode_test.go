@@ -13,7 +13,7 @@ func TestCode(t *testing.T) {
 		want int
 	}{
 		{"nil", nil, OK},
-		{"plain", errors.New("boom"), Failed},
+		{"plain", errors.New("boom"), Internal},
 		{"check failed", fmt.Errorf("race: %w", ErrCheckFailed), Failed},
 		{"failf", Failf("script admitted %d of %d", 11, 10), Failed},
 		{"usage", Usagef("bad rate %q", "abc"), Usage},
