@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -223,4 +224,48 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// ACLUser creates an ACL user with a random name and password and the
+// given rules (e.g. "+evalsha", "~rl:*") on every node of tg (each primary
+// of a cluster), deletes it at cleanup, and returns tg's URL logged in as
+// that user. "on", ">password" and "resetkeys"/"-@all" are added; pass
+// only what the user may do. The embedded target has no ACL: the test is
+// skipped there.
+func ACLUser(t testing.TB, tg Target, rules ...string) string {
+	t.Helper()
+	if tg.Mini != nil {
+		t.Skip("miniredis has no ACL")
+	}
+	name := "rltest-" + uuid.NewString()[:8]
+	pass := uuid.NewString()
+	args := []any{"ACL", "SETUSER", name, "reset", "on", ">" + pass}
+	for _, r := range rules {
+		args = append(args, r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	each := func(ctx context.Context, fn func(ctx context.Context, c *redis.Client) error) error {
+		switch c := tg.Client.(type) {
+		case *redis.ClusterClient:
+			return c.ForEachShard(ctx, fn)
+		case *redis.Client:
+			return fn(ctx, c)
+		}
+		return fmt.Errorf("ACLUser: unexpected client %T", tg.Client)
+	}
+	if err := each(ctx, func(ctx context.Context, c *redis.Client) error { return c.Do(ctx, args...).Err() }); err != nil {
+		t.Fatalf("ACL SETUSER %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = each(ctx, func(ctx context.Context, c *redis.Client) error { return c.Do(ctx, "ACL", "DELUSER", name).Err() })
+	})
+	u := tg.URL
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		t.Fatalf("ACLUser: target URL %q has no scheme", u)
+	}
+	return scheme + "://" + name + ":" + pass + "@" + rest
 }
