@@ -32,6 +32,7 @@ type evalOptions struct {
 	HashIdentity bool
 	Script       string
 	Function     bool
+	Force        bool
 	Simulate     bool
 	Arrivals     rate.Rate
 	For          time.Duration
@@ -57,10 +58,20 @@ Algorithms and their flags:
   gcra            --rate R --burst N             (one stored arrival time)
 All take --cost N (default 1). Rates read 5, 5/s, 300/m, 1000/h or 5/100ms.
 
+The limiter scripts write only keys that are missing or their own: a key of
+another type, or one without the script's fields or TTL (a user's session
+hash, a sorted set of someone else's), is refused before anything is written
+(exit 2). --force lets the script replace it.
+
 --script FILE takes redis-cli --eval syntax: keys, a lone comma, arguments.
+Arguments may hold {uuid} (a fresh UUID per call), {now_ms} (the client's
+Unix time in ms) and {n} (the call's number), as race --args does.
 Replies shaped like a limiter's ({allowed 0/1, remaining, ...}) get labelled
 columns, and keys the script left without a TTL are reported. Put -- before
-the keys when an argument starts with a dash.
+the keys when an argument starts with a dash. A script error at run time is
+exit 1; one that does not compile is exit 2. A script still running when
+--redis-timeout passes is reported (exit 1) with how to stop it (SCRIPT KILL
+or FUNCTION KILL); it is never killed on a server this process did not start.
 
 --simulate runs the real script on the server in virtual time (the scripts'
 optional now_ms argument) for a constant arrival stream and prints how many
@@ -79,6 +90,9 @@ Output (-o): text, json (save it for 'ratelimit report'), or markdown
 
   # your own script, as with redis-cli --eval, twice a second
   ratelimit eval --script bucket.lua rl:{user42}:b , 10 5 1 -n 6 --interval 500ms
+
+  # a sliding-window script of your own, a fresh request id and time on each call
+  ratelimit eval --script sw.lua rl:{user42}:sw , 60000 100 {uuid} {now_ms} -n 5
 
   # the same through Redis Functions (FUNCTION LOAD + FCALL; Redis 7+; an existing
   # library of the same name with other code is never replaced)
@@ -111,6 +125,7 @@ Output (-o): text, json (save it for 'ratelimit report'), or markdown
 	fl.BoolVar(&opts.HashIdentity, "hash-identity", false, "replace the identity with a short SHA-256 prefix, so API keys never appear in key names")
 	fl.StringVar(&opts.Script, "script", "", "run your own Lua FILE; keys and arguments follow: KEY [KEY...] , ARG [ARG...]")
 	fl.BoolVar(&opts.Function, "function", false, "load the script as a Redis Functions library and call it with FCALL (Redis 7+)")
+	fl.BoolVar(&opts.Force, "force", false, "let the limiter script replace a key it did not write (another type, other fields, no TTL); without it such a key is refused")
 	fl.BoolVar(&opts.Simulate, "simulate", false, "predict admissions for --arrivals over --for in virtual time (no KEY)")
 	fl.Var(&opts.Arrivals, "arrivals", "with --simulate: constant arrival rate, e.g. 20/s")
 	fl.DurationVar(&opts.For, "for", 0, "with --simulate: virtual duration, e.g. 30s")
@@ -134,8 +149,11 @@ func (opts *evalOptions) check() (eval.Algo, error) {
 		}
 	}
 	if opts.Script != "" {
-		if err := conflict("--script (the script's arguments follow the comma)", "algo", "capacity", "rate", "cost", "limit", "window", "burst", "identity", "hash-identity", "simulate"); err != nil {
+		if err := conflict("--script (the script's arguments follow the comma)", "algo", "capacity", "rate", "cost", "limit", "window", "burst", "identity", "hash-identity", "simulate", "force"); err != nil {
 			return "", err
+		}
+		if opts.Count < 1 {
+			return "", exitcode.Usagef("--count %d must be at least 1", opts.Count)
 		}
 		return "", nil
 	}
@@ -150,7 +168,7 @@ func (opts *evalOptions) check() (eval.Algo, error) {
 		return "", exitcode.Usagef("--cost %d must be at least 1", opts.Cost)
 	}
 	if opts.Simulate {
-		if err := conflict("--simulate (it uses a temporary key and virtual time)", "count", "interval", "identity", "hash-identity", "function"); err != nil {
+		if err := conflict("--simulate (it uses a temporary key and virtual time)", "count", "interval", "identity", "hash-identity", "function", "force"); err != nil {
 			return "", err
 		}
 		if len(opts.Args) > 0 {
@@ -172,7 +190,7 @@ func (opts *evalOptions) check() (eval.Algo, error) {
 
 func (opts *evalOptions) params(algo eval.Algo) eval.Params {
 	return eval.Params{Algo: algo, Capacity: opts.Capacity, Rate: opts.Rate, Cost: opts.Cost,
-		Limit: opts.Limit, Window: opts.Window, Burst: opts.Burst}
+		Limit: opts.Limit, Window: opts.Window, Burst: opts.Burst, Force: opts.Force}
 }
 
 func runEval(opts *evalOptions) error {
@@ -233,6 +251,10 @@ func runEval(opts *evalOptions) error {
 		return report.Render(f.IO.Out, format, res, f.ReportOptions())
 	}
 	eo.Server = conn.Server
+	// Only the embedded server is this process's own: a sandbox or any
+	// server given with --redis may serve others, so a runaway script
+	// there is reported, never killed.
+	eo.OwnServer = conn.Server.Embedded
 	res, err := eval.Run(opts.ctx, conn.Client, eo)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)

@@ -3,14 +3,19 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
@@ -44,6 +49,10 @@ func TestEvalBadInput(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "ok.lua")
 	if err := os.WriteFile(script, []byte("return 1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.lua")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{
@@ -82,6 +91,13 @@ func TestEvalBadInput(t *testing.T) {
 		{"--script", filepath.Join(dir, "missing.lua"), "k", ",", "10"},
 		{"--script", dir, "k", ","},
 		{"--script", script, "k", ",", "--capacity", "5"},
+		{"--script", script, "k", ",", "-n", "0"},
+		{"--script", script, "k", ",", "-n", "-1"},
+		{"k", "--capacity", "5", "--rate", "1/s", "-n", "-2"},
+		{"--script", script, "k", ",", "--force"},
+		{"--simulate", "--arrivals", "20/s", "--for", "30s", "--capacity", "5", "--rate", "1/s", "--force"},
+		{"--script", "/dev/zero", "k", ","},
+		{"--script", fifo, "k", ","},
 		{"-o", "junit", "k", "--capacity", "5", "--rate", "1/s"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -248,4 +264,149 @@ func TestScriptsCommand(t *testing.T) {
 	if code := tf.execute(t, "scripts", "leaky-bucket"); code != exitcode.Usage {
 		t.Errorf("scripts leaky-bucket exit = %d, want 2", code)
 	}
+}
+
+// TestEvalForeignKey: a user's session hash (and a sorted set under
+// sliding-window) survives eval untouched, exit 2 with one line naming the
+// key and its type; --force replaces it.
+func TestEvalForeignKey(t *testing.T) {
+	ctx := context.Background()
+	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
+		for _, algo := range []string{"token-bucket", "sliding-window"} {
+			t.Run(tg.Name+"/"+algo, func(t *testing.T) {
+				key := redistest.Key(t, "session")
+				redistest.Cleanup(t, tg.Client, key)
+				args := []string{"eval", "--redis", tg.URL, key, "--capacity", "5", "--rate", "1/s"}
+				read := func() any { return tg.Client.HGetAll(ctx, key).Val() }
+				typ := "hash"
+				if algo == "sliding-window" {
+					args = []string{"eval", "--redis", tg.URL, key, "--algo", algo, "--limit", "5", "--window", "10s"}
+					read = func() any { return tg.Client.ZRangeWithScores(ctx, key, 0, -1).Val() }
+					typ = "zset"
+					if err := tg.Client.ZAdd(ctx, key, redis.Z{Score: 1, Member: "alice"}, redis.Z{Score: 2, Member: "bob"}).Err(); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := tg.Client.HSet(ctx, key, "user", "alice", "cart", "3").Err(); err != nil {
+					t.Fatal(err)
+				}
+				before := fmt.Sprint(read())
+				tf := newTestFactory(t)
+				code := tf.execute(t, args...)
+				msg := tf.ErrOut.String()
+				if code != exitcode.Usage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, key) || !strings.Contains(msg, "holds a "+typ) || !strings.Contains(msg, "--force") {
+					t.Errorf("exit = %d, stderr %q; want 2 and one line naming the key, its type and --force", code, msg)
+				}
+				if after := fmt.Sprint(read()); after != before {
+					t.Errorf("key after eval = %s, want it untouched: %s", after, before)
+				}
+				if ttl := tg.Client.PTTL(ctx, key).Val(); ttl != -1 {
+					t.Errorf("PTTL after eval = %d, want -1 (no TTL set on the user's key)", ttl)
+				}
+				tf = newTestFactory(t)
+				if code := tf.execute(t, append(args, "--force")...); code != 0 {
+					t.Fatalf("--force: exit %d: %s", code, tf.ErrOut.String())
+				}
+				if after := fmt.Sprint(read()); after == before || tg.Client.PTTL(ctx, key).Val() <= 0 {
+					t.Errorf("key after --force = %s (ttl %d), want the limiter's state with a TTL", after, tg.Client.PTTL(ctx, key).Val())
+				}
+			})
+		}
+	}
+}
+
+// TestEvalJSONNaN: -o json of a script returning RESP3 doubles NaN and Inf
+// prints a document, the values as strings.
+func TestEvalJSONNaN(t *testing.T) {
+	tg := redistest.Standalone(t)
+	script := filepath.Join(t.TempDir(), "nan.lua")
+	if err := os.WriteFile(script, []byte("return {double=0/0}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "eval", "--redis", tg.URL, "--script", script, ",", "-o", "json"); code != 0 {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
+	}
+	var res eval.Result
+	if err := json.Unmarshal(tf.Out.Bytes(), &res); err != nil || len(res.Calls) != 1 || res.Calls[0].Reply != "NaN" {
+		t.Errorf("json %s (%v), want one call replying \"NaN\"", tf.Out.String(), err)
+	}
+}
+
+// TestEvalScriptTimeout: a user script that never returns, on a server
+// this process did not start, is exit 1 with what happened and how to stop
+// it; eval does not kill it (the server stays busy until the cleanup does).
+func TestEvalScriptTimeout(t *testing.T) {
+	ctx := context.Background()
+	tg := redistest.Standalone(t)
+	if err := tg.Client.ConfigSet(ctx, "busy-reply-threshold", "100").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c := redis.NewClient(&redis.Options{Addr: evalAddrOf(t, tg.URL), ReadTimeout: 2 * time.Second})
+		defer c.Close()
+		for range 50 {
+			_ = c.ScriptKill(ctx).Err()
+			if c.Ping(ctx).Err() == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = c.ConfigSet(ctx, "busy-reply-threshold", "5000").Err()
+	})
+	busy := filepath.Join(t.TempDir(), "busy.lua")
+	if err := os.WriteFile(busy, []byte("while true do end"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tf := newTestFactory(t)
+	code := tf.execute(t, "eval", "--redis", tg.URL, "--redis-timeout", "500ms", "--script", busy, redistest.Key(t, "busy"), ",", "1")
+	msg := tf.ErrOut.String()
+	if code != exitcode.Failed || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "still running") || !strings.Contains(msg, "SCRIPT KILL") {
+		t.Errorf("exit = %d, stderr %q; want 1 and one line saying the script is still running and how to stop it", code, msg)
+	}
+	c := redis.NewClient(&redis.Options{Addr: evalAddrOf(t, tg.URL), MaxRetries: -1})
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "BUSY") {
+		t.Errorf("PING after the run = %v, want BUSY: a server eval did not start is left alone", err)
+	}
+}
+
+// TestEvalMinimalACL: eval runs for an ACL user with only the rules the
+// README lists (plus what connecting needs today: +ping +info).
+func TestEvalMinimalACL(t *testing.T) {
+	tg := redistest.Standalone(t)
+	connect := []string{"+ping", "+info", "~test:*"}
+	for _, algo := range eval.Algos() {
+		t.Run(string(algo), func(t *testing.T) {
+			l, err := eval.NewLimiter(eval.Params{Algo: algo, Capacity: 5, Rate: rate.MustParse("1/s"), Limit: 5, Window: 10 * time.Second, Burst: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := redistest.ACLUser(t, tg, append(connect, strings.Fields(l.ACL())...)...)
+			key := redistest.Key(t, "acl")
+			redistest.Cleanup(t, tg.Client, key)
+			args := []string{"eval", "--redis", url, key, "--algo", string(algo), "-n", "2"}
+			for _, f := range algo.Flags() {
+				args = append(args, "--"+f, map[string]string{"capacity": "5", "rate": "1/s", "limit": "5", "window": "10s", "burst": "5"}[f])
+			}
+			tf := newTestFactory(t)
+			if code := tf.execute(t, args...); code != 0 {
+				t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
+			}
+			url = redistest.ACLUser(t, tg, append(connect, "+evalsha")...)
+			tf = newTestFactory(t)
+			code := tf.execute(t, append(args[:2:2], append([]string{url}, args[3:]...)...)...)
+			if msg := tf.ErrOut.String(); code != exitcode.Unreachable || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "ACL") {
+				t.Errorf("with only +evalsha: exit %d, stderr %q; want 3 and one line naming the ACL rules", code, msg)
+			}
+		})
+	}
+}
+
+func evalAddrOf(t *testing.T, url string) string {
+	t.Helper()
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("parse %s: %v", url, err)
+	}
+	return o.Addr
 }

@@ -5,9 +5,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 )
+
+// replyError is an error reply as go-redis returns it.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
 
 func TestParseEvalArgs(t *testing.T) {
 	tests := []struct {
@@ -78,6 +85,41 @@ func FuzzParseEvalArgs(f *testing.F) {
 		rebuilt := append(append(append([]string{}, keys...), ","), args...)
 		if !slices.Equal(rebuilt, words) {
 			t.Fatalf("ParseEvalArgs(%q) = %q , %q does not rebuild the input", words, keys, args)
+		}
+	})
+}
+
+// FuzzExpandArgs: any argument template expands without panicking, and
+// the placeholders are gone from the result.
+func FuzzExpandArgs(f *testing.F) {
+	for _, s := range []string{"req-{uuid}", "{now_ms}", "{n}{n}", "{user42}", "{", "}{uuid", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, w string) {
+		out := expandArgs([]string{w}, 7, func() string { return "ID" }, func() time.Time { return time.UnixMilli(5) })
+		got := out[0].(string)
+		if hasPlaceholder(got) {
+			t.Errorf("expandArgs(%q) = %q still holds a placeholder", w, got)
+		}
+		if !hasPlaceholder(w) && got != w {
+			t.Errorf("expandArgs(%q) = %q, want it unchanged", w, got)
+		}
+	})
+}
+
+// FuzzForeignKey: any error text a server sends is read without panicking;
+// only the FOREIGNKEY prefix makes a ForeignKeyError.
+func FuzzForeignKey(f *testing.F) {
+	for _, s := range []string{"FOREIGNKEY hash has no TTL; x", "FOREIGNKEY", "FOREIGNKEY ", "ERR x", "FOREIGNKEYS x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		err := foreignKey("k", TokenBucket, replyError(msg))
+		if err != nil && !strings.HasPrefix(msg, ForeignKeyPrefix) {
+			t.Errorf("foreignKey(%q) = %v for an error without the prefix", msg, err)
+		}
+		if err != nil {
+			_ = err.Error()
 		}
 	})
 }

@@ -4,9 +4,18 @@
 -- ARGV[1]  window: ms (integer from 1 to 1e12)
 -- ARGV[2]  limit: units admitted per window (integer from 1 to 1e15)
 -- ARGV[3]  cost: units this call takes (integer >= 1; optional, default 1)
--- ARGV[4]  now_ms: Unix time in ms replacing the server's TIME (optional; for tests and simulations)
+-- ARGV[4]  now_ms: Unix time in ms replacing the server's TIME (optional, '' for TIME; for tests
+--          and simulations)
+-- ARGV[5]  force: '1' to replace a key this script did not write (optional)
 --
 -- Reply: {allowed (1 or 0), remaining, ms until the window resets}
+-- Error: 'FOREIGNKEY <type> <why>' when KEYS[1] is not this script's own (see below); nothing
+--        was written.
+--
+-- The script only writes a key that is missing or its own: a hash of exactly the fields n and
+-- end, both numbers, with a TTL. Any other key (another type, other fields, no TTL) is refused
+-- before anything is written, unless force is '1': then it is deleted and a new window starts.
+-- The check and the write run in this one script, so nothing can come between them.
 --
 -- The counter is incremented (HINCRBY) and, only when it is new, given its TTL in the same
 -- script, so a crash between the two can never leave a counter that never expires. A window
@@ -41,7 +50,29 @@ if now == nil then
 end
 now = math.floor(now)
 
-local state = redis.call('HMGET', key, 'n', 'end')
+-- Refuse (or with force, delete) a key this script did not write.
+local ttl = redis.call('PTTL', key)
+local state = redis.pcall('HMGET', key, 'n', 'end')
+local why = nil
+if state.err then
+  if not string.find(state.err, 'WRONGTYPE', 1, true) then return state end
+  why = 'is not a hash'
+elseif ttl == -1 then
+  why = 'has no TTL'
+elseif ttl ~= -2 and not (tonumber(state[1]) and tonumber(state[2])) then
+  why = 'lacks numeric n and end fields'
+elseif ttl ~= -2 and redis.call('HLEN', key) ~= 2 then
+  why = 'has fields other than n and end'
+end
+if why then
+  if ARGV[5] ~= '1' then
+    return redis.error_reply('FOREIGNKEY ' .. redis.call('TYPE', key)['ok'] .. ' ' .. why ..
+      '; fixed_window.lua writes only its own keys (ARGV[5] = 1 replaces it)')
+  end
+  redis.call('DEL', key)
+  state = {false, false}
+end
+
 local n, stop = 0, nil
 if state[1] and state[2] then
   n, stop = tonumber(state[1]), tonumber(state[2])
@@ -49,8 +80,6 @@ if state[1] and state[2] then
     redis.call('DEL', key)
     n, stop = 0, nil
   end
-elseif state[1] or state[2] then
-  redis.call('DEL', key) -- half a state: start over
 end
 
 local allowed = 0

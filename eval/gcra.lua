@@ -6,10 +6,20 @@
 -- ARGV[2]  burst: requests that may pass at once (integer from 1 to 1e9); the tolerance
 --          interval x burst may be at most 1e15 us (about 31.7 years)
 -- ARGV[3]  cost: requests this call counts for (integer >= 1; optional, default 1)
--- ARGV[4]  now_ms: Unix time in ms replacing the server's TIME (optional; for tests and simulations)
+-- ARGV[4]  now_ms: Unix time in ms replacing the server's TIME (optional, '' for TIME; for tests
+--          and simulations)
+-- ARGV[5]  force: '1' to replace a key this script did not write (optional)
 --
 -- Reply: {allowed (1 or 0), remaining, ms until retry (0 if allowed, -1 if cost > burst),
 --         ms until reset (TAT reached: the full burst is available again)}
+-- Error: 'FOREIGNKEY <type> <why>' when KEYS[1] is not this script's own (see below); nothing
+--        was written.
+--
+-- The script only writes a key that is missing or its own: a string of decimal digits (a TAT
+-- in whole microseconds) with a TTL. Any other key (another type, other text, no TTL) is
+-- refused before anything is written, unless force is '1': then it is deleted and the full
+-- burst is available. The check and the write run in this one script, so nothing can come
+-- between them.
 --
 -- One value is stored. The emission interval is 1e6 / rate microseconds rounded to the nearest
 -- microsecond; the tolerance is interval * burst. Refused calls write nothing. The key expires
@@ -47,8 +57,28 @@ local now = math.floor(now_ms) * 1000
 
 local interval = math.floor(1000000 / rate + 0.5)
 local dvt = interval * burst
+-- Refuse (or with force, delete) a key this script did not write.
+local ttl = redis.call('PTTL', key)
+local stored = redis.pcall('GET', key)
+local why = nil
+if type(stored) == 'table' and stored.err then
+  if not string.find(stored.err, 'WRONGTYPE', 1, true) then return stored end
+  why = 'is not a string'
+elseif ttl == -1 then
+  why = 'has no TTL'
+elseif stored and (#stored > 20 or not string.find(stored, '^%d+$')) then
+  why = 'is not a TAT in whole microseconds'
+end
+if why then
+  if ARGV[5] ~= '1' then
+    return redis.error_reply('FOREIGNKEY ' .. redis.call('TYPE', key)['ok'] .. ' ' .. why ..
+      '; gcra.lua writes only its own keys (ARGV[5] = 1 replaces it)')
+  end
+  redis.call('DEL', key)
+  stored = false
+end
+
 local tat = now
-local stored = redis.call('GET', key)
 if stored then
   local v = tonumber(stored)
   if v and v > now then tat = v end

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -88,6 +89,10 @@ type Params struct {
 	Limit    int64
 	Window   time.Duration
 	Burst    int64
+	// Force lets the script replace a key it did not write (another type,
+	// other fields, no TTL: see ForeignKeyError). The zero value refuses
+	// such a key before anything is written.
+	Force bool
 }
 
 // Decision is the answer of one script call.
@@ -266,7 +271,12 @@ func (l *Limiter) Args(nowMs int64, id string) []any {
 	case GCRA:
 		args = []any{formatFloat(l.p.Rate.PerSecond()), l.p.Burst, l.p.Cost}
 	}
-	if nowMs != 0 {
+	switch {
+	case l.p.Force && nowMs != 0:
+		args = append(args, nowMs, "1")
+	case l.p.Force:
+		args = append(args, "", "1") // '' is the server's TIME
+	case nowMs != 0:
 		args = append(args, nowMs)
 	}
 	return args
@@ -285,13 +295,71 @@ func (l *Limiter) newID() string {
 func (l *Limiter) Allow(ctx context.Context, rdb redis.Scripter, key string, nowMs int64) (Decision, error) {
 	reply, err := l.script.Run(ctx, rdb, []string{key}, l.Args(nowMs, l.newID())...).Result()
 	if err != nil {
-		if werr := wrongType(ctx, rdb, key, l.p.Algo, err); werr != nil {
-			return Decision{}, werr
-		}
-		return Decision{}, fmt.Errorf("run %s script on %s: %w", l.p.Algo, key, err)
+		return Decision{}, l.runError(ctx, rdb, key, err)
 	}
 	return l.Decode(reply)
 }
+
+// runError explains a failed call of the limiter's script on key: a key
+// the script refused or one of another type is exit 2 (ForeignKeyError);
+// a command the ACL user may not run, a BUSY server or an unreachable one
+// is exit 3 with what to do.
+func (l *Limiter) runError(ctx context.Context, rdb any, key string, err error) error {
+	if ferr := foreignKey(key, l.p.Algo, err); ferr != nil {
+		return ferr
+	}
+	if werr := wrongType(ctx, rdb, key, l.p.Algo, err); werr != nil {
+		return werr
+	}
+	return serverError(fmt.Sprintf("run %s script on %s", l.p.Algo, key), err, scriptACL[l.p.Algo])
+}
+
+// ForeignKeyPrefix starts the error reply a limiter script gives for a key
+// it did not write: "FOREIGNKEY <type> <why>; ...".
+const ForeignKeyPrefix = "FOREIGNKEY"
+
+// ForeignKeyError is a key a limiter script refused to write because it
+// holds data the script did not write (Params.Force replaces it). Errors
+// of this type are exit 2.
+type ForeignKeyError struct {
+	Key  string
+	Algo Algo
+	Type string // the key's Redis type: hash, zset, string, list, ...
+	Why  string // e.g. "has fields other than tokens and ts"
+}
+
+func (e *ForeignKeyError) Error() string {
+	return fmt.Sprintf("key %s holds a %s the %s script did not write (the %s %s); nothing was written: pick another key, or pass --force to replace it",
+		e.Key, e.Type, e.Algo, e.Type, e.Why)
+}
+
+// foreignKey turns a script's FOREIGNKEY reply into an exit-2
+// *ForeignKeyError; it returns nil for any other error.
+func foreignKey(key string, algo Algo, err error) error {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) || !strings.HasPrefix(rerr.Error(), ForeignKeyPrefix+" ") {
+		return nil
+	}
+	msg := strings.TrimPrefix(rerr.Error(), ForeignKeyPrefix+" ")
+	msg, _, _ = strings.Cut(msg, ";")
+	typ, why, _ := strings.Cut(msg, " ")
+	return exitcode.UsageError(&ForeignKeyError{Key: key, Algo: algo, Type: typ, Why: why})
+}
+
+// scriptACL lists the ACL rules a limiter script needs besides a key
+// pattern: EVALSHA, EVAL (after NOSCRIPT), what the script calls (TYPE
+// names a refused key's type, DEL replaces it with --force or ends a fixed
+// window) and PTTL, which eval reads after each call.
+var scriptACL = map[Algo]string{
+	TokenBucket:   "+evalsha +eval +time +pttl +hmget +hlen +hset +pexpire +type +del",
+	SlidingWindow: "+evalsha +eval +time +pttl +zrange +zremrangebyscore +zcard +zadd +pexpire +type +del",
+	FixedWindow:   "+evalsha +eval +time +pttl +hmget +hlen +hincrby +hset +pexpire +type +del",
+	GCRA:          "+evalsha +eval +time +pttl +get +set +type +del",
+}
+
+// ACL returns the ACL rules (besides a key pattern such as ~rl:*) the
+// limiter's script needs, e.g. "+evalsha +eval +time ...".
+func (l *Limiter) ACL() string { return scriptACL[l.p.Algo] }
 
 // stateType is the Redis type each script keeps its state in.
 var stateType = map[Algo]string{TokenBucket: "hash", SlidingWindow: "zset", FixedWindow: "hash", GCRA: "string"}
@@ -309,7 +377,7 @@ func wrongType(ctx context.Context, rdb any, key string, algo Algo, err error) e
 			holds = "a " + t
 		}
 	}
-	return exitcode.Usagef("key %s holds %s, not the %s the %s script keeps there; pick another key (or delete this one if its data is yours to drop)",
+	return exitcode.Usagef("key %s holds %s, not the %s the %s script keeps there; nothing was written: pick another key, or pass --force to replace it",
 		key, holds, stateType[algo], algo)
 }
 

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
 
 // How the "keys never expire" check works, and what it cannot see.
@@ -102,6 +104,9 @@ func startTTLCheck(ctx context.Context, c redis.UniversalClient, keys, args []st
 			break
 		}
 		ttl, err := pttl(ctx, c, k)
+		if denied(err) {
+			continue // outside the user's key patterns: the script cannot write it either
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -144,6 +149,9 @@ func (t *ttlCheck) finish(ctx context.Context) (*TTLCheck, error) {
 			break
 		}
 		ttl, err := pttl(ctx, t.c, k)
+		if denied(err) {
+			continue // outside the user's key patterns: the script cannot write it either
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -164,6 +172,10 @@ func (t *ttlCheck) finish(ctx context.Context) (*TTLCheck, error) {
 	})
 	return out, nil
 }
+
+// denied reports whether err is NOPERM for a key (or command) the ACL
+// user may not touch.
+func denied(err error) bool { return err != nil && redisconn.Classify(err) == redisconn.NoPerm }
 
 // dumpSum returns the SHA-256 of DUMP key, or "" when the server cannot
 // dump it.

@@ -6,17 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"os"
+	"math"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
+	"github.com/ratelimit-dev/ratelimit/userfile"
 )
 
 // Options configure Run.
@@ -47,6 +45,15 @@ type Options struct {
 	// Server is copied into the result.
 	Server redisconn.Server
 
+	// OwnServer says this process started the server and nobody else uses
+	// it: a user script that runs past the client's timeout is then stopped
+	// with SCRIPT KILL (FUNCTION KILL with Function) instead of being left
+	// to block the server. Never set it for a server another process
+	// started (a sandbox, a shared or production server).
+	OwnServer bool
+
+	// Now reads the clock for the {now_ms} placeholder; nil is time.Now.
+	Now func() time.Time
 	// Sleep waits between calls; nil sleeps on a real timer. Tests inject
 	// one that only records.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -157,6 +164,9 @@ func Run(ctx context.Context, c redis.UniversalClient, opts Options) (Result, er
 	if opts.Sleep == nil {
 		opts.Sleep = sleep
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	if opts.ScriptFile != "" {
 		return runUserScript(ctx, c, opts)
 	}
@@ -231,10 +241,7 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 		reply, err := call.call(ctx, []string{key}, args)
 		lat := time.Since(start)
 		if err != nil {
-			if werr := wrongType(ctx, c, key, p.Algo, err); werr != nil {
-				return res, werr
-			}
-			return res, redisError(fmt.Sprintf("run %s script on %s", p.Algo, key), err)
+			return res, l.runError(ctx, c, key, err)
 		}
 		d, err := l.Decode(reply)
 		if err != nil {
@@ -310,9 +317,21 @@ func argStrings(args []any) []string {
 }
 
 // jsonReply turns a go-redis reply into values encoding/json renders
-// faithfully: error elements become {"error": "..."}, maps get string keys.
+// faithfully: error elements become {"error": "..."}, maps get string keys,
+// and the RESP3 doubles JSON has no number for become the strings "NaN",
+// "+Inf" and "-Inf".
 func jsonReply(v any) any {
 	switch x := v.(type) {
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			return "NaN"
+		case math.IsInf(x, 1):
+			return "+Inf"
+		case math.IsInf(x, -1):
+			return "-Inf"
+		}
+		return x
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
@@ -331,29 +350,58 @@ func jsonReply(v any) any {
 	return v
 }
 
-// redisError wraps err with what was being done and marks connection
-// failures as unreachable (exit 3). Server error replies stay exit 1.
-func redisError(what string, err error) error {
+// redisError wraps a Redis error met while doing what (outside a script),
+// as serverError does.
+func redisError(what string, err error) error { return serverError(what, err, "") }
+
+// serverError wraps a Redis error met while doing what. Unreachable, BUSY
+// and NOPERM are exit 3 with what to do (redisconn.Wrap), and so is the
+// form NOPERM takes inside a script on Redis 7.0 ("The user executing the
+// script can't run this command"): acl then names the rules the script
+// needs, or the hint points at ACL LOG. Any other error reply means the
+// server would not serve the call (OOM, READONLY, ...): exit 3 as well. A
+// cancelled run keeps context.Canceled for the caller.
+func serverError(what string, err error, acl string) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%s: %w", what, err)
+	if scriptNoPerm(err) {
+		hint := "run ACL LOG to see which command or key it refused"
+		if acl != "" {
+			hint = "the script needs " + acl + " (ACL SETUSER <user> " + acl + "), see README \"Safety\""
+		}
+		return exitcode.UnreachableError(fmt.Errorf("%s: %w; the ACL user may not run a command (or touch a key) the script uses: %s", what, err, hint))
 	}
-	var nerr net.Error
+	switch redisconn.Classify(err) {
+	case redisconn.Canceled, redisconn.Unreachable, redisconn.Busy, redisconn.NoPerm:
+		return redisconn.Wrap(what, err)
+	}
 	var rerr redis.Error
-	if !errors.As(err, &rerr) && (errors.As(err, &nerr) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrClosed)) {
-		return exitcode.UnreachableError(fmt.Errorf("%s: %w; check that the server is up and --redis points at it", what, err))
+	if errors.As(err, &rerr) {
+		return exitcode.UnreachableError(fmt.Errorf("%s: the server refused: %w", what, err))
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// ReadScript reads the user's script file; failures are bad input.
+// scriptNoPerm reports whether err is Redis 7.0's answer to a script
+// calling a command, or touching a key, its ACL user may not.
+func scriptNoPerm(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	return strings.Contains(msg, "user executing the script can't") || strings.Contains(msg, "can't run this command or subcommand")
+}
+
+// ReadScript reads the user's script file: a regular file (never a FIFO
+// or device, which could block or never end) of at most userfile.MaxScript
+// bytes. Failures are bad input (exit 2). It is the one reader of script
+// files: eval and race both call it.
 func ReadScript(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := userfile.Read(path, "script", userfile.MaxScript)
 	if err != nil {
-		return "", exitcode.Usagef("read script: %w", err)
+		return "", err
 	}
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return "", exitcode.Usagef("script %s is empty", path)

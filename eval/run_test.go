@@ -247,7 +247,6 @@ func TestRunBadInput(t *testing.T) {
 		{"unreadable file", Options{ScriptFile: filepath.Join(dir, "nope.lua"), ScriptWords: []string{"k", ","}}},
 		{"empty file", Options{ScriptFile: writeFile(t, dir, "empty.lua", "  \n"), ScriptWords: []string{"k", ","}}},
 		{"script and key", Options{ScriptFile: script, Key: "k", ScriptWords: []string{"k", ","}}},
-		{"script raises", Options{ScriptFile: filepath.Join("testdata", "failing.lua"), ScriptWords: []string{","}}},
 		{"syntax error", Options{ScriptFile: writeFile(t, dir, "bad.lua", "return {"), ScriptWords: []string{","}}},
 		{"function on miniredis", Options{Params: tb, Key: redistest.Key(t, "f"), Function: true}},
 	}

@@ -7,10 +7,19 @@
 --          written as a plain decimal); capacity / rate may be at most 1e9 s (the bucket
 --          fills from empty within 1e12 ms)
 -- ARGV[3]  cost: tokens this call takes (integer >= 1; optional, default 1)
--- ARGV[4]  now_ms: Unix time in ms replacing the server's TIME (optional; for tests and simulations)
+-- ARGV[4]  now_ms: Unix time in ms replacing the server's TIME (optional, '' for TIME; for tests
+--          and simulations)
+-- ARGV[5]  force: '1' to replace a key this script did not write (optional)
 --
 -- Reply: {allowed (1 or 0), whole tokens left, ms until retry (0 if allowed, -1 if cost > capacity),
 --         ms until the bucket is full}
+-- Error: 'FOREIGNKEY <type> <why>' when KEYS[1] is not this script's own (see below); nothing
+--        was written.
+--
+-- The script only writes a key that is missing or its own: a hash of exactly the fields tokens
+-- and ts, both numbers, with a TTL. Any other key (another type, other fields, no TTL) is
+-- refused before anything is written, unless force is '1': then it is deleted and the bucket
+-- starts full. The check and the write run in this one script, so nothing can come between them.
 --
 -- A new key starts full; refill is capped at capacity. Tokens are counted in micro-tokens and
 -- the refill is counted from an anchor (the last time the bucket was full), never rounded per
@@ -80,7 +89,29 @@ local function ms_until(target)
   return n * chunk_ms + r
 end
 
-local state = redis.call('HMGET', key, 'tokens', 'ts')
+-- Refuse (or with force, delete) a key this script did not write.
+local ttl = redis.call('PTTL', key)
+local state = redis.pcall('HMGET', key, 'tokens', 'ts')
+local why = nil
+if state.err then
+  if not string.find(state.err, 'WRONGTYPE', 1, true) then return state end
+  why = 'is not a hash'
+elseif ttl == -1 then
+  why = 'has no TTL'
+elseif ttl ~= -2 and not (tonumber(state[1]) and tonumber(state[2])) then
+  why = 'lacks numeric tokens and ts fields'
+elseif ttl ~= -2 and redis.call('HLEN', key) ~= 2 then
+  why = 'has fields other than tokens and ts'
+end
+if why then
+  if ARGV[5] ~= '1' then
+    return redis.error_reply('FOREIGNKEY ' .. redis.call('TYPE', key)['ok'] .. ' ' .. why ..
+      '; token_bucket.lua writes only its own keys (ARGV[5] = 1 replaces it)')
+  end
+  redis.call('DEL', key)
+  state = {false, false}
+end
+
 local tokens, ts = full, now
 if state[1] and state[2] then
   tokens, ts = tonumber(state[1]), tonumber(state[2])

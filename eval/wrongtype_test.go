@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +13,10 @@ import (
 )
 
 // TestWrongTypeKey: a key that already holds another type is bad input
-// (exit 2) with one line naming the key and telling to pick another, on
-// every target, through Run and through Limiter.Allow.
+// (exit 2) with one line naming the key and its type and telling to pick
+// another or pass --force, on every target, through Run and through
+// Limiter.Allow; the scripts refuse it themselves (FOREIGNKEY) before
+// anything is written, so the value stays as it was.
 func TestWrongTypeKey(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
@@ -48,12 +51,16 @@ func TestWrongTypeKey(t *testing.T) {
 					msg = err.Error()
 				}
 				if code := exitcode.Code(err); code != exitcode.Usage || !strings.Contains(msg, key) || !strings.Contains(msg, "holds a "+tt.kind) ||
-					!strings.Contains(msg, "pick another key") || strings.Contains(msg, "\n") {
+					!strings.Contains(msg, "pick another key") || !strings.Contains(msg, "--force") || strings.Contains(msg, "\n") {
 					t.Errorf("Run on a %s key = %q (exit %d), want one line saying it holds a %s and to pick another key, exit 2", tt.kind, msg, code, tt.kind)
 				}
 				_, err = mustLimiter(t, tt.p).Allow(ctx, tg.Client, key, 0)
 				if code := exitcode.Code(err); code != exitcode.Usage || !strings.Contains(err.Error(), "pick another key") {
 					t.Errorf("Allow on a %s key = %v (exit %d), want exit 2 and pick another key", tt.kind, err, code)
+				}
+				var ferr *ForeignKeyError
+				if !errors.As(err, &ferr) || ferr.Type != tt.kind || ferr.Key != key {
+					t.Errorf("Allow error = %#v, want a *ForeignKeyError for the %s %s", err, tt.kind, key)
 				}
 				if typ, _ := tg.Client.Type(ctx, key).Result(); typ != tt.kind {
 					t.Errorf("key type after the calls = %q, want the user's %s untouched", typ, tt.kind)

@@ -12,6 +12,9 @@
 // Key expiry is not modelled because the scripts only let a key expire once
 // its state is equivalent to a fresh key (a full bucket, an empty log, a TAT
 // in the past), except the fixed window, whose stored window end is modelled.
+// Nor are keys the scripts did not write: a script refuses them (or, with
+// force, deletes them and starts like a fresh key), so a model always
+// stands for the script's own key.
 package model
 
 import "math"
