@@ -23,7 +23,10 @@ type IOStreams struct {
 
 // GlobalOptions are the persistent flags every subcommand shares.
 type GlobalOptions struct {
-	RedisURL      string
+	RedisURL string
+	// RedisURLSet is true when --redis was given, even as "" (an unset
+	// variable): then it is never replaced by REDIS_URL or the default.
+	RedisURLSet   bool
 	TLSCA         string
 	TLSCert       string
 	TLSKey        string
@@ -71,15 +74,22 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// RedisOptions turns the global flags (and REDIS_URL) into connection options.
+// RedisOptions turns the global flags (and REDIS_URL) into connection
+// options. --redis, when given, wins; else a non-empty REDIS_URL (an empty
+// one counts as unset); else nothing, which lets redisconn try
+// localhost:6379 and then the embedded server.
 func (f *Factory) RedisOptions() redisconn.Options {
 	g := f.Global
-	url := g.RedisURL
-	if url == "" {
-		url = f.Getenv("REDIS_URL")
+	url, source := g.RedisURL, ""
+	switch {
+	case g.RedisURLSet || url != "":
+		source = "--redis"
+	case f.Getenv("REDIS_URL") != "":
+		url, source = f.Getenv("REDIS_URL"), "REDIS_URL"
 	}
 	return redisconn.Options{
 		URL:           url,
+		Source:        source,
 		TLSCA:         g.TLSCA,
 		TLSCert:       g.TLSCert,
 		TLSKey:        g.TLSKey,
@@ -89,6 +99,24 @@ func (f *Factory) RedisOptions() redisconn.Options {
 		Notice:        f.IO.ErrOut,
 		DefaultURL:    f.DefaultRedisURL,
 	}
+}
+
+// checkGlobal refuses bad global flags before any command runs: a
+// --redis-timeout that is not positive, and a --redis URL that is blank,
+// malformed or lacks a host (REDIS_URL is checked when a command connects,
+// so a stale one does not break commands that never use Redis).
+func (f *Factory) checkGlobal(redisSet bool) error {
+	g := f.Global
+	if redisSet {
+		g.RedisURLSet = true
+	}
+	if g.RedisTimeout <= 0 {
+		return exitcode.Usagef("--redis-timeout %s must be positive, e.g. 2s or 500ms", g.RedisTimeout)
+	}
+	if g.RedisURLSet {
+		return redisconn.Check(f.RedisOptions())
+	}
+	return nil
 }
 
 func (f *Factory) openRedis(ctx context.Context) (*redisconn.Conn, error) {

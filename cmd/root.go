@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -40,11 +43,11 @@ func run(ctx context.Context, f *Factory, args []string) (code int) {
 			v, _ := c.Flags().GetBool("cluster")
 			f.Global.Cluster = &v
 		}
-		return nil
+		return f.checkGlobal(c.Flags().Changed("redis"))
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(f.IO.ErrOut, "error: internal error: %v; please report it\n", r)
+			fmt.Fprintln(f.IO.ErrOut, "error: internal error: "+terminalSafe(secret.Redact(oneLine(fmt.Sprint(r))))+"; please report it")
 			code = exitcode.Internal
 		}
 	}()
@@ -55,7 +58,7 @@ func run(ctx context.Context, f *Factory, args []string) (code int) {
 	if !started {
 		// Cobra failed before any command ran: unknown command or flag,
 		// wrong number of arguments, a flag value that does not parse.
-		err = exitcode.UsageError(err)
+		err = exitcode.UsageError(suggest(root, err))
 	}
 	printError(f.IO.ErrOut, cmd, err)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
@@ -65,7 +68,7 @@ func run(ctx context.Context, f *Factory, args []string) (code int) {
 }
 
 func printError(w io.Writer, cmd *cobra.Command, err error) {
-	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+	msg := oneLine(err.Error())
 	if errors.Is(err, context.Canceled) {
 		msg = "interrupted"
 	}
@@ -73,8 +76,96 @@ func printError(w io.Writer, cmd *cobra.Command, err error) {
 		msg += fmt.Sprintf(" (see '%s --help')", cmd.CommandPath())
 	}
 	// the last line of defence: whatever a library echoed, no password
-	// reaches the terminal
-	fmt.Fprintln(w, "error: "+secret.Redact(msg))
+	// and no control byte (an ANSI escape in a key name or a server's
+	// reply) reaches the terminal
+	fmt.Fprintln(w, "error: "+terminalSafe(secret.Redact(msg)))
+}
+
+// oneLine joins the non-blank lines of msg with "; ".
+func oneLine(msg string) string {
+	var lines []string
+	for l := range strings.Lines(msg) {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "; ")
+}
+
+// terminalSafe escapes the control characters of s (C0 including tab and
+// ESC, DEL, C1, and bytes 0x80-0x9f that are not part of valid UTF-8,
+// which 8-bit terminals read as C1) so that printing s cannot move the
+// cursor, change colours or retitle the window. Printable text, valid
+// UTF-8 or not, is left alone.
+func terminalSafe(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c == 0xc2 || c >= 0x80 && c <= 0x9f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			if c := s[i]; c >= 0x80 && c <= 0x9f {
+				fmt.Fprintf(&b, `\x%02x`, c)
+			} else {
+				b.WriteByte(c)
+			}
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r >= 0x80 && r <= 0x9f:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+var unknownCommand = regexp.MustCompile(`^unknown command ("(?:[^"\\]|\\.)*") for ("(?:[^"\\]|\\.)*")`)
+
+// suggest rewrites cobra's "unknown command" error (whose suggestions
+// span several lines) as one line: unknown command "raec" for
+// "ratelimit"; did you mean "race"?
+func suggest(root *cobra.Command, err error) error {
+	m := unknownCommand.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	name, err1 := strconv.Unquote(m[1])
+	path, err2 := strconv.Unquote(m[2])
+	if err1 != nil || err2 != nil {
+		return err
+	}
+	parent := root
+	if rest := strings.Fields(path); len(rest) > 1 {
+		if c, _, ferr := root.Find(rest[1:]); ferr == nil {
+			parent = c
+		}
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", name, path)
+	var quoted []string
+	for _, s := range parent.SuggestionsFor(name) {
+		quoted = append(quoted, strconv.Quote(s))
+	}
+	switch len(quoted) {
+	case 0:
+	case 1:
+		msg += "; did you mean " + quoted[0] + "?"
+	default:
+		msg += "; did you mean one of " + strings.Join(quoted, ", ") + "?"
+	}
+	return errors.New(msg)
 }
 
 // NewRootCmd builds the command tree with its persistent flags.
@@ -95,6 +186,9 @@ Exit codes: 0 ok, 1 a check or verdict failed, 2 usage or bad input,
 		SilenceErrors: true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	// run writes its own one-line suggestion (see suggest)
+	root.DisableSuggestions = true
+	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitcode.UsageError(err) })
 	g := f.Global
 	pf := root.PersistentFlags()
@@ -106,7 +200,7 @@ Exit codes: 0 ok, 1 a check or verdict failed, 2 usage or bad input,
 	pf.Bool("cluster", false, "force a cluster client (true) or a single-node client (false); detected from INFO cluster when not given")
 	pf.StringVarP(&g.Output, "output", "o", "text", "output format: text, json, markdown; race, load and keyslot add junit, keyslot adds github")
 	pf.BoolVar(&g.NoColor, "no-color", false, "disable colour (NO_COLOR is honoured too)")
-	pf.DurationVar(&g.RedisTimeout, "redis-timeout", g.RedisTimeout, "timeout for dialling and for each Redis command")
+	pf.DurationVar(&g.RedisTimeout, "redis-timeout", g.RedisTimeout, "timeout for dialling and for each Redis command (positive, e.g. 500ms)")
 	addCommands(root, f)
 	return root
 }

@@ -65,7 +65,9 @@ func Classify(err error) Class {
 		switch {
 		case redis.HasErrorPrefix(rerr, "BUSY"):
 			return Busy
-		case redis.HasErrorPrefix(rerr, "NOPERM"), strings.Contains(msg, "NOPERM "):
+		case redis.HasErrorPrefix(rerr, "NOPERM"), strings.Contains(msg, "NOPERM "),
+			// Redis 7.0 inside a script: "The user executing the script can't run this command or subcommand"
+			strings.Contains(msg, "user executing the script can't"):
 			return NoPerm
 		case redis.HasErrorPrefix(rerr, "READONLY"):
 			return ReadOnly

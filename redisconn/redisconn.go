@@ -9,22 +9,28 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/secret"
 )
 
 // EmbeddedURL is the special --redis value that selects the in-process server.
@@ -36,16 +42,25 @@ const DefaultURL = "redis://localhost:6379/0"
 // Options say how to connect.
 type Options struct {
 	// URL is --redis or REDIS_URL: redis://, rediss://, unix://, or "embedded".
-	// Empty means: try DefaultURL briefly, else start the embedded server.
+	// Empty (with Source empty) means nothing was given: try DefaultURL
+	// briefly, else start the embedded server.
 	URL string
+	// Source names where URL came from ("--redis", "REDIS_URL") so that
+	// messages point there. When Source is set, a blank URL is bad input,
+	// not "nothing given": `--redis "$UNSET"` never falls back to
+	// localhost or the embedded server.
+	Source string
 	// TLS settings for rediss:// URLs.
 	TLSCA, TLSCert, TLSKey string
 	TLSSkipVerify          bool
-	// Cluster forces the client kind when non-nil; nil detects it from INFO.
+	// Cluster forces the client kind when non-nil; nil detects it from INFO
+	// (or, when INFO is refused, from CLUSTER SLOTS).
 	Cluster *bool
-	// Timeout applies to dialling and to each command; 0 means 2s.
+	// Timeout applies to dialling and to each command; 0 means 2s, a
+	// negative value is bad input.
 	Timeout time.Duration
-	// Notice receives one-line notices (the embedded fallback); nil discards them.
+	// Notice receives one-line notices (which server was chosen when none
+	// was named, --tls-skip-verify, an unknown mode); nil discards them.
 	Notice io.Writer
 
 	// DefaultURL replaces the package's DefaultURL as the address tried
@@ -60,11 +75,21 @@ type Options struct {
 // Server identifies what a command ran against. It opens every report.
 type Server struct {
 	Product   string `json:"product"` // redis, valkey or miniredis
-	Version   string `json:"version"`
-	Mode      string `json:"mode"` // standalone, cluster or embedded
+	Version   string `json:"version"` // "" when the ACL user may not run INFO
+	Mode      string `json:"mode"`    // standalone, cluster or embedded
 	Primaries int    `json:"primaries,omitempty"`
 	Addr      string `json:"addr"` // URL with any password redacted
 	Embedded  bool   `json:"embedded"`
+}
+
+// MarshalJSON writes the server with Addr redacted again, so a Server
+// built anywhere (not only by Open) never carries a password into a
+// document.
+func (s Server) MarshalJSON() ([]byte, error) {
+	type plain Server
+	p := plain(s)
+	p.Addr = Redact(p.Addr)
+	return json.Marshal(p)
 }
 
 // String reads like "redis 7.0.15, cluster with 3 primaries, redis://127.0.0.1:7101".
@@ -76,7 +101,11 @@ func (s Server) String() string {
 	if s.Mode == "cluster" {
 		mode = fmt.Sprintf("cluster with %d primaries", s.Primaries)
 	}
-	return fmt.Sprintf("%s %s, %s, %s", s.Product, s.Version, mode, s.Addr)
+	version := s.Version
+	if version == "" {
+		version = "(version unknown)"
+	}
+	return fmt.Sprintf("%s %s, %s, %s", s.Product, version, mode, Redact(s.Addr))
 }
 
 // Conn is a connected client and what it is connected to.
@@ -89,21 +118,61 @@ type Conn struct {
 	mini    *miniredis.Miniredis
 }
 
-// Open resolves opts, connects, identifies the server and returns the
-// client to use. Errors are exit-coded: bad input 2, unreachable 3.
-func Open(ctx context.Context, opts Options) (*Conn, error) {
-	Quiet()
-	if opts.Timeout <= 0 {
+// Check validates opts as Open does, without connecting: a blank or
+// malformed URL, a URL without a host, a port or database out of range, a
+// negative timeout, TLS flags without rediss:// are bad input (exit 2).
+// Nothing given (URL and Source empty) is valid. Callers use it to refuse
+// bad input before doing any work.
+func Check(opts Options) error {
+	_, _, err := resolve(opts)
+	return err
+}
+
+// resolve validates opts. It returns "" when nothing was given,
+// EmbeddedURL for the embedded server, or the trimmed URL and its options.
+func resolve(opts Options) (string, *redis.Options, error) {
+	if opts.Timeout < 0 {
+		return "", nil, exitcode.Usagef("the Redis timeout %s is negative; pass a positive duration such as --redis-timeout 2s", opts.Timeout)
+	}
+	if opts.Timeout == 0 {
 		opts.Timeout = 2 * time.Second
 	}
 	raw := strings.TrimSpace(opts.URL)
-	if raw == EmbeddedURL {
+	switch {
+	case raw == EmbeddedURL:
 		if err := noTLSFlags(opts, "embedded"); err != nil {
-			return nil, err
+			return "", nil, err
 		}
-		return openEmbedded(opts, "--redis embedded")
+		return raw, nil, nil
+	case raw == "" && opts.Source != "":
+		return "", nil, exitcode.Usagef("%s is empty (an unset variable?); pass a URL such as redis://127.0.0.1:6379/0, or leave out --redis and REDIS_URL to use localhost:6379 or the embedded server", opts.Source)
+	case raw == "":
+		return "", nil, nil
 	}
-	if raw == "" {
+	ro, err := parse(raw, opts)
+	if err != nil {
+		return "", nil, err
+	}
+	return raw, ro, nil
+}
+
+// Open resolves opts, connects, identifies the server and returns the
+// client to use. Errors are exit-coded: bad input 2, unreachable or
+// refused by the server's ACL 3.
+func Open(ctx context.Context, opts Options) (*Conn, error) {
+	Quiet()
+	raw, ro, err := resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 2 * time.Second
+	}
+	auto := false
+	switch raw {
+	case EmbeddedURL:
+		return openEmbedded(opts, "--redis embedded")
+	case "":
 		def := opts.DefaultURL
 		if def == "" {
 			def = DefaultURL
@@ -112,23 +181,33 @@ func Open(ctx context.Context, opts Options) (*Conn, error) {
 		if probe == 0 {
 			probe = 300 * time.Millisecond
 		}
-		ro, err := redis.ParseURL(def)
+		dro, err := redis.ParseURL(def)
 		if err != nil {
-			return nil, fmt.Errorf("default url: %w", err)
+			return nil, exitcode.Internalf("default Redis URL %s: %v", Redact(def), err)
 		}
-		if !answers(ro, probe) {
+		if !answers(dro, probe) {
 			if err := noTLSFlags(opts, "the embedded server"); err != nil {
 				return nil, err
 			}
-			return openEmbedded(opts, "no --redis or REDIS_URL and nothing on "+ro.Addr)
+			return openEmbedded(opts, "no --redis or REDIS_URL and nothing on "+dro.Addr)
 		}
-		raw = def
+		opts.Source = ""
+		if ro, err = parse(def, opts); err != nil {
+			return nil, err
+		}
+		raw, auto = def, true
+		notice(opts, "notice: no --redis or REDIS_URL; %s answered, using %s; pass --redis URL to test another server", dro.Addr, Redact(def))
 	}
-	ro, err := parse(raw, opts)
-	if err != nil {
-		return nil, err
+	if ro.TLSConfig != nil && ro.TLSConfig.InsecureSkipVerify {
+		notice(opts, "warning: --tls-skip-verify: the server's certificate is not verified, so anyone on the path can read and change the traffic; pass --tls-ca outside tests")
 	}
-	return openServer(ctx, raw, ro, opts)
+	return openServer(ctx, raw, ro, opts, auto)
+}
+
+func notice(opts Options, format string, args ...any) {
+	if opts.Notice != nil {
+		fmt.Fprintf(opts.Notice, format+"\n", args...)
+	}
 }
 
 var quietOnce sync.Once
@@ -158,35 +237,81 @@ func noTLSFlags(opts Options, what string) error {
 	return nil
 }
 
-// parse reads a redis://, rediss:// or unix:// URL and applies the TLS flags.
-// Error messages never contain the password.
+// urlName is how messages call the URL: by where it came from.
+func urlName(opts Options) string {
+	switch opts.Source {
+	case "":
+		return "Redis URL"
+	case "--redis":
+		return "--redis URL"
+	}
+	return opts.Source
+}
+
+const wantURL = "want redis://host:port/db (user:password before the host, if any), rediss://..., unix:///path or embedded"
+
+// parse reads a redis://, rediss:// or unix:// URL and applies the TLS
+// flags. It refuses, before any connection, every URL go-redis would
+// quietly complete with localhost:6379 (no host, an empty port). Error
+// messages never contain the password, whether or not the URL parses.
 func parse(raw string, opts Options) (*redis.Options, error) {
 	shown := Redact(raw)
+	if strings.ContainsFunc(shown, unicode.IsControl) {
+		// url.Parse refuses control characters; show them escaped, on one line
+		shown = strconv.Quote(shown)
+	}
+	bad := func(format string, args ...any) error {
+		return exitcode.Usagef("invalid %s %s: %s; %s", urlName(opts), shown, fmt.Sprintf(format, args...), wantURL)
+	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		return nil, exitcode.Usagef("invalid Redis URL %s; want redis://[user:password@]host:port/db, rediss://..., unix:///path or embedded", shown)
+	if err != nil {
+		return nil, bad("%s", reason(err, nil))
 	}
 	switch u.Scheme {
-	case "redis", "rediss", "unix":
+	case "redis", "rediss":
+		if u.Opaque != "" || u.Hostname() == "" {
+			return nil, bad("it names no host (built from unset variables?)")
+		}
+		if strings.HasSuffix(u.Host, ":") {
+			return nil, bad("its port is empty (built from an unset variable?)")
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return nil, bad("port %.12s is out of range 1-65535", p)
+			}
+		}
+	case "unix":
+		if u.Opaque != "" || u.Path == "" {
+			return nil, bad("it names no socket path (write unix:///path/to/redis.sock, with three slashes)")
+		}
+	case "":
+		return nil, bad("it has no scheme (prefix it with redis://)")
 	default:
+		if u.Opaque != "" {
+			// "localhost:6379" or "user:pw@host:6379": the scheme was
+			// forgotten and the part before ':' was taken for one
+			return nil, bad("it has no redis:// scheme (did you forget the prefix?)")
+		}
 		return nil, exitcode.Usagef("unsupported Redis URL scheme %q in %s; want redis://, rediss://, unix:// or embedded", u.Scheme, shown)
 	}
 	ro, err := redis.ParseURL(raw)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, exitcode.Usagef("invalid Redis URL %s: %s", shown, scrub(err.Error(), u))
+		return nil, bad("%s", reason(err, u))
+	}
+	if ro.DB < 0 {
+		return nil, bad("database %d is negative", ro.DB)
 	}
 	ro.DialTimeout = opts.Timeout
+	if ro.DialTimeout == 0 {
+		ro.DialTimeout = 2 * time.Second
+	}
 	ro.DialerRetries = 2
 	// Honour context deadlines on every command, so a caller with a
 	// tighter budget than --redis-timeout (serve's per-request limit) is
 	// not held up.
 	ro.ContextTimeoutEnabled = true
-	ro.ReadTimeout = opts.Timeout
-	ro.WriteTimeout = opts.Timeout
+	ro.ReadTimeout = ro.DialTimeout
+	ro.WriteTimeout = ro.DialTimeout
 	if u.Scheme != "rediss" {
 		if err := noTLSFlags(opts, shown); err != nil {
 			return nil, err
@@ -224,54 +349,59 @@ func parse(raw string, opts Options) (*redis.Options, error) {
 	return ro, nil
 }
 
-// Redact returns the URL with any password replaced by "xxxxx". Text that
-// does not parse as a URL is shown only by its scheme, since it may hold a
-// password in a place url.Parse cannot find.
+var quoted = regexp.MustCompile(`"[^"]*"`)
+
+// reason is a parser's complaint about a URL without the pieces of the URL
+// it quotes (url.Parse and go-redis echo parts that may hold a password:
+// `invalid port ":pw" after host`).
+func reason(err error, u *url.URL) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := quoted.ReplaceAllString(err.Error(), "")
+	msg = strings.TrimPrefix(msg, "net/url: ")
+	msg = strings.TrimPrefix(msg, "redis: ")
+	if i := strings.Index(msg, "URL path:"); i >= 0 {
+		msg = msg[:i] + "URL path (want /db, e.g. /0)"
+	}
+	msg = strings.Join(strings.Fields(msg), " ")
+	msg = strings.TrimRight(msg, ": ")
+	if msg == "" {
+		msg = "it does not parse"
+	}
+	return secret.Redact(scrub(msg, u))
+}
+
+// Redact returns the URL with any password replaced by "xxxxx", whether
+// or not it parses (secret.URL): a forgotten scheme ("user:pw@host"),
+// "redis:pw@host" or "redis:/:pw@host" never shows the password.
 func Redact(raw string) string {
-	if raw == EmbeddedURL || raw == "" {
+	if raw == EmbeddedURL {
 		return raw
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		if i := strings.Index(raw, "://"); i > 0 && !strings.ContainsAny(raw[:i], "@:/") {
-			return raw[:i] + "://(unparseable)"
-		}
-		return "(unparseable URL)"
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			if isSecretParam(k) {
-				q[k] = []string{"xxxxx"}
-			}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
+	return secret.URL(raw)
 }
 
-// isSecretParam reports whether a URL query parameter carries a secret
-// (go-redis reads password= and sentinel_password= from the query).
-func isSecretParam(k string) bool {
-	return strings.Contains(strings.ToLower(k), "pass")
-}
-
-// scrub removes the URL's password from a message, should a library have
-// echoed it.
+// scrub removes the URL's secrets from a message, should a library have
+// echoed them: the password, a lone user name (which some clients take for
+// the password) and secret query parameters.
 func scrub(msg string, u *url.URL) string {
 	if u == nil {
 		return msg
 	}
 	if u.User != nil {
 		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
+			msg = strings.ReplaceAll(msg, p, secret.Mask)
+		} else if n := u.User.Username(); n != "" {
+			msg = strings.ReplaceAll(msg, n, secret.Mask)
 		}
 	}
 	for k, vs := range u.Query() {
-		if isSecretParam(k) {
+		if secret.IsSecretParam(k) {
 			for _, v := range vs {
 				if v != "" {
-					msg = strings.ReplaceAll(msg, v, "xxxxx")
+					msg = strings.ReplaceAll(msg, v, secret.Mask)
 				}
 			}
 		}
@@ -279,17 +409,34 @@ func scrub(msg string, u *url.URL) string {
 	return msg
 }
 
-func openServer(ctx context.Context, raw string, ro *redis.Options, opts Options) (*Conn, error) {
+// refused reports whether err is the server's NOPERM for the command cmd
+// (lower case, as the server names it: "ping", "info", "cluster|slots").
+// The server answered, so the connection and the login work.
+func refused(err error, cmd string) bool {
+	return Classify(err) == NoPerm && strings.Contains(strings.ToLower(err.Error()), "'"+cmd+"'")
+}
+
+// openServer connects and identifies the server. Nothing it sends is
+// required by ACL except what the client kind needs: PING and INFO refused
+// with NOPERM still connect (the server answered and the login worked);
+// SELECT for a /db other than 0 and, for a cluster client, CLUSTER SLOTS
+// are needed.
+func openServer(ctx context.Context, raw string, ro *redis.Options, opts Options, auto bool) (*Conn, error) {
 	shown := Redact(raw)
+	fail := func(probe *redis.Client, err error) (*Conn, error) {
+		_ = probe.Close()
+		return nil, connectError(opts, ro, raw, err, auto)
+	}
 	probe := redis.NewClient(ro)
 	pctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	if err := probe.Ping(pctx).Err(); err != nil {
-		_ = probe.Close()
-		return nil, connectError(shown, ro.Addr, err, raw)
+	if err := probe.Ping(pctx).Err(); err != nil && !refused(err, "ping") {
+		return fail(probe, err)
 	}
 	srv := Server{Addr: shown, Mode: "standalone", Product: "redis"}
-	if info, err := probe.Info(pctx, "server").Result(); err == nil {
+	infoDenied := false
+	switch info, err := probe.Info(pctx, "server").Result(); {
+	case err == nil:
 		fields := infoFields(info)
 		srv.Version = fields["redis_version"]
 		if v, ok := fields["valkey_version"]; ok || fields["server_name"] == "valkey" {
@@ -298,18 +445,54 @@ func openServer(ctx context.Context, raw string, ro *redis.Options, opts Options
 				srv.Version = v
 			}
 		}
+	case refused(err, "info"):
+		infoDenied = true
+	case !answered(err):
+		return fail(probe, err)
 	}
-	clusterOn := false
-	if info, err := probe.Info(pctx, "cluster").Result(); err == nil {
-		clusterOn = infoFields(info)["cluster_enabled"] == "1"
+	// a server that answers INFO cluster with an error other than NOPERM
+	// (miniredis, a proxy) is taken as not a cluster, as before
+	clusterOn, known := false, false
+	if !infoDenied {
+		switch info, err := probe.Info(pctx, "cluster").Result(); {
+		case err == nil:
+			clusterOn, known = infoFields(info)["cluster_enabled"] == "1", true
+		case refused(err, "info"):
+		case answered(err):
+			known = true
+		default:
+			return fail(probe, err)
+		}
+	}
+	// Without INFO, CLUSTER SLOTS tells a cluster node (slots) from a
+	// standalone server (cluster support disabled); the cluster client
+	// needs its answer anyway.
+	var (
+		slots     []redis.ClusterSlot
+		slotsErr  error
+		haveSlots bool
+	)
+	if !known && (opts.Cluster == nil || *opts.Cluster) {
+		slots, slotsErr = probe.ClusterSlots(pctx).Result()
+		switch {
+		case slotsErr == nil:
+			clusterOn, known, haveSlots = true, true, true
+		case clusterDisabled(slotsErr):
+			clusterOn, known = false, true
+		case refused(slotsErr, "cluster|slots"):
+		default:
+			return fail(probe, slotsErr)
+		}
 	}
 	useCluster := clusterOn
 	if opts.Cluster != nil {
 		useCluster = *opts.Cluster
-		if useCluster && !clusterOn {
+		if useCluster && known && !clusterOn {
 			_ = probe.Close()
-			return nil, exitcode.Usagef("--cluster=true but %s is not a cluster node (cluster_enabled is not 1)", shown)
+			return nil, exitcode.Usagef("--cluster=true but %s is not a cluster node (cluster support is disabled)", shown)
 		}
+	} else if !known {
+		notice(opts, "notice: the ACL user may run neither INFO nor CLUSTER SLOTS, so whether %s is a cluster node is unknown; using a single-node client: pass --cluster if it is one (a cluster client needs +cluster|slots)", ro.Addr)
 	}
 	c := &Conn{Server: srv, single: ro}
 	if !useCluster {
@@ -320,11 +503,13 @@ func openServer(ctx context.Context, raw string, ro *redis.Options, opts Options
 		_ = probe.Close()
 		return nil, exitcode.Usagef("Redis Cluster has only database 0; drop /%d from %s", ro.DB, shown)
 	}
-	slots, err := probe.ClusterSlots(pctx).Result()
-	_ = probe.Close()
-	if err != nil {
-		return nil, connectError(shown, ro.Addr, err, raw)
+	if !haveSlots {
+		slots, slotsErr = probe.ClusterSlots(pctx).Result()
 	}
+	if slotsErr != nil {
+		return fail(probe, slotsErr)
+	}
+	_ = probe.Close()
 	primaries := map[string]bool{}
 	for _, s := range slots {
 		if len(s.Nodes) > 0 {
@@ -338,17 +523,58 @@ func openServer(ctx context.Context, raw string, ro *redis.Options, opts Options
 	return c, nil
 }
 
-func connectError(shown, addr string, err error, raw string) error {
-	u, _ := url.Parse(raw)
-	msg := scrub(err.Error(), u)
-	return exitcode.Unreachablef("connect redis %s: %s; check --redis or run 'ratelimit sandbox' for a disposable server", addrOrURL(shown, addr), msg)
+// answered reports whether err is the server's own error reply (it
+// answered), not a network failure.
+func answered(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && Classify(err) != Unreachable
 }
 
-func addrOrURL(shown, addr string) string {
-	if addr != "" {
-		return addr
+func clusterDisabled(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.Contains(rerr.Error(), "cluster support disabled")
+}
+
+// connectError explains why connecting failed, exit-coded: a database the
+// server does not have is bad input (2); everything else is 3, with what
+// to do next (the ACL rule to add, the password to check, TLS on the wrong
+// kind of port, where the URL came from).
+func connectError(opts Options, ro *redis.Options, raw string, err error, auto bool) error {
+	u, _ := url.Parse(raw)
+	msg := secret.Redact(scrub(err.Error(), u))
+	addr := ro.Addr
+	where := "check " + opts.Source
+	switch {
+	case auto:
+		where = "no --redis or REDIS_URL was given, so " + addr + " was tried: pass --redis URL"
+	case opts.Source == "":
+		where = "check the Redis URL"
 	}
-	return shown
+	msg = strings.TrimSuffix(msg, ".")
+	lower := strings.ToLower(msg)
+	switch {
+	case strings.Contains(msg, "DB index is out of range"):
+		in := opts.Source
+		if in == "" {
+			in = "the URL"
+		}
+		return exitcode.Usagef("connect redis %s: database %d does not exist there (the server's 'databases' setting is lower); use a smaller /db in %s", addr, ro.DB, in)
+	case Classify(err) == NoPerm:
+		return exitcode.Unreachablef("connect redis %s: %s; %s", addr, msg, ACLHint(err))
+	case strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(lower, "invalid password") || strings.Contains(lower, "invalid username-password"):
+		return exitcode.Unreachablef("connect redis %s: %s; %s: the user name or password is wrong or missing", addr, msg, where)
+	}
+	hint := where + " or run 'ratelimit sandbox' for a disposable server"
+	if ro.TLSConfig != nil {
+		if strings.Contains(lower, "certificate") {
+			hint = "pass --tls-ca with the CA that signed the server's certificate, or " + hint
+		} else if Classify(err) == Unreachable || strings.Contains(lower, "tls") {
+			hint = "the server may not speak TLS on this port (use redis:// for a plain port), or " + hint
+		}
+	} else if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		hint = "the server may require TLS (use rediss://), or " + hint
+	}
+	return exitcode.Unreachablef("connect redis %s: %s; %s", addr, msg, hint)
 }
 
 // NewClient returns a fresh client to the same target with the given pool
@@ -388,10 +614,21 @@ func (c *Conn) Close() error {
 		err = c.Client.Close()
 	}
 	if c.mini != nil {
-		c.mini.Close()
+		// A user script looping for ever holds the embedded server's lock,
+		// and miniredis cannot interrupt Lua: never let that hang the
+		// process on its way out. The server dies with the process.
+		done := make(chan struct{})
+		go func() { c.mini.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(embeddedCloseWait):
+		}
 	}
 	return err
 }
+
+// embeddedCloseWait bounds how long Close waits for the embedded server.
+const embeddedCloseWait = 2 * time.Second
 
 func openEmbedded(opts Options, why string) (*Conn, error) {
 	m := miniredis.NewMiniRedis()

@@ -183,8 +183,9 @@ func TestDefaultFindsLocalServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if c.Server.Embedded || notice.Len() != 0 {
-		t.Errorf("with a server on the default address got %+v and notice %q, want that server", c.Server, notice.String())
+	addr := strings.TrimPrefix(sb.URL, "redis://")
+	if n := notice.String(); c.Server.Embedded || strings.Count(n, "\n") != 1 || !strings.Contains(n, addr+" answered") || !strings.Contains(n, "--redis") {
+		t.Errorf("with a server on the default address got %+v and notice %q, want that server and one line saying %s answered", c.Server, n, addr)
 	}
 }
 
