@@ -1,9 +1,11 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/report"
+	"github.com/ratelimit-dev/ratelimit/userfile"
 )
 
 type loadOptions struct {
@@ -61,7 +64,17 @@ every request fails to connect), 130 Ctrl-C (after the summary of what ran).
 
 Output (-o): text, json (--out FILE saves it for 'ratelimit report'), markdown
 (GitHub-flavoured tables for "$GITHUB_STEP_SUMMARY") or junit (one testcase
-per threshold, header check and verdict).`,
+per threshold, header check and verdict). --out is opened before the run
+(a path that cannot be written is exit 2 at once); a file it created is
+removed again if the run fails before the document is written, and an
+existing file is left as it was until then.
+
+Ceilings, checked before anything is sent (exit 2): at most 100,000,000
+planned iterations (rate x duration; 20,000,000 with --expect, which keeps
+every arrival for the replay), --duration 168h, --identities 1,000,000,
+--max-vus 100,000, --timeout 1h, a --body file of 16 MiB (a regular file,
+never a FIFO or device). Userinfo in --target (http://user:pw@host/) is sent
+as Basic auth and masked in every output and error.`,
 		Example: `  # against 'ratelimit serve --capacity 10 --rate 5/s'
   ratelimit load --target http://127.0.0.1:8011/hello --rate 20/s --duration 30s \
     --expect token-bucket:burst=10,rate=5/s
@@ -76,6 +89,14 @@ per threshold, header check and verdict).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.ctx = c.Context()
+			// 0 means "the default" to load.Options: a 0 the user typed is refused
+			for _, name := range []string{"pre-allocated-vus", "max-vus"} {
+				if c.Flags().Changed(name) {
+					if n, _ := c.Flags().GetInt(name); n < 1 {
+						return exitcode.Usagef("--%s %d: must be at least 1", name, n)
+					}
+				}
+			}
 			if !c.Flags().Changed("pre-allocated-vus") {
 				opts.PreAllocatedVUs = 0
 			}
@@ -94,7 +115,7 @@ per threshold, header check and verdict).`,
 	fl.DurationVar(&opts.Duration, "duration", 30*time.Second, "how long iterations fall due")
 	fl.StringVarP(&opts.Method, "method", "X", "GET", "HTTP method")
 	fl.StringArrayVarP(&opts.Headers, "header", "H", nil, "request header 'Name: value' (repeatable)")
-	fl.StringVar(&opts.Body, "body", "", "request body; @FILE reads it from a file")
+	fl.StringVar(&opts.Body, "body", "", "request body; @FILE reads it from a regular file of at most 16 MiB")
 	fl.IntVar(&opts.Identities, "identities", 1, "spread requests round-robin over N API keys load-<run>-<n> (0: send none)")
 	fl.StringVar(&opts.IdentityHeader, "identity-header", load.DefaultIdentityHeader, "header that carries the API key")
 	fl.StringVar(&opts.ExpectStatus, "expect-status", "200,429", "statuses that are not failures (e.g. 200,429 or 2xx,429)")
@@ -117,6 +138,16 @@ func runLoad(opts *loadOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	var out *outFile
+	if opts.Out != "" {
+		if out, err = openOut(opts.Out); err != nil {
+			return err
+		}
+		defer out.abort()
+	}
 	var stop func()
 	if f.IO.ErrTTY {
 		o.Live = &load.Live{}
@@ -132,8 +163,8 @@ func runLoad(opts *loadOptions) error {
 	if err := report.Render(f.IO.Out, format, res, f.ReportOptions()); err != nil {
 		return err
 	}
-	if opts.Out != "" {
-		if err := loadWriteOut(opts.Out, res); err != nil {
+	if out != nil {
+		if err := out.write(res); err != nil {
 			return err
 		}
 	}
@@ -182,9 +213,8 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 	}
 	var body []byte
 	if name, ok := strings.CutPrefix(opts.Body, "@"); ok {
-		body, err = os.ReadFile(name)
-		if err != nil {
-			return load.Options{}, exitcode.Usagef("--body @%s: %v", name, errors.Unwrap(err))
+		if body, err = userfile.Read(name, "--body file", userfile.MaxBody); err != nil {
+			return load.Options{}, err
 		}
 	} else if opts.Body != "" {
 		body = []byte(opts.Body)
@@ -206,6 +236,9 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 	if opts.Timeout <= 0 {
 		return load.Options{}, exitcode.Usagef("--timeout must be positive, e.g. 10s")
 	}
+	if strings.TrimSpace(opts.Method) == "" {
+		return load.Options{}, exitcode.Usagef("-X is empty; name an HTTP method such as GET or POST")
+	}
 	if opts.Identities > 0 && strings.TrimSpace(opts.IdentityHeader) == "" {
 		return load.Options{}, exitcode.Usagef("--identity-header is empty; name the header that carries the API key")
 	}
@@ -219,17 +252,64 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 	}, nil
 }
 
-func loadWriteOut(path string, doc any) error {
-	fh, err := os.Create(path)
+// outFile is --out, opened before the run so that a path that cannot be
+// written is refused (exit 2) before a single request is sent.
+type outFile struct {
+	path    string
+	fh      *os.File
+	created bool // by openOut: removed again if no document is written
+}
+
+// openOut opens path for the document without truncating it: an existing
+// file keeps its contents until write. Only a regular file (or a new one)
+// is accepted: a FIFO would block and a directory cannot hold it.
+func openOut(path string) (*outFile, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, exitcode.Usagef("--out %s is not a regular file; name a file to write the JSON document to", path)
+	}
+	created := true
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		created = false
+		fh, err = os.OpenFile(path, os.O_WRONLY, 0)
+	}
 	if err != nil {
-		return fmt.Errorf("--out: %w", err)
+		return nil, exitcode.Usagef("--out %s cannot be written: %v; pass a writable path", path, errors.Unwrap(err))
 	}
-	if err := report.JSON(fh, doc); err != nil {
+	return &outFile{path: path, fh: fh, created: created}, nil
+}
+
+// write replaces the file's contents with the JSON document of doc.
+func (o *outFile) write(doc any) error {
+	fh := o.fh
+	o.fh = nil
+	var buf bytes.Buffer
+	if err := report.JSON(&buf, doc); err != nil {
 		fh.Close()
-		return fmt.Errorf("--out %s: %w", path, err)
+		return fmt.Errorf("--out %s: %w", o.path, err)
 	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
+	err := fh.Truncate(0)
+	if err == nil {
+		_, err = fh.WriteAt(buf.Bytes(), 0)
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return exitcode.Usagef("write --out %s: %v", o.path, err)
 	}
 	return nil
+}
+
+// abort closes the file if no document was written, removing it if openOut
+// created it: a run that failed leaves no empty file behind.
+func (o *outFile) abort() {
+	if o.fh == nil {
+		return
+	}
+	o.fh.Close()
+	o.fh = nil
+	if o.created {
+		_ = os.Remove(o.path)
+	}
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +25,8 @@ import (
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
+	"github.com/ratelimit-dev/ratelimit/report"
+	"github.com/ratelimit-dev/ratelimit/secret"
 	"github.com/ratelimit-dev/ratelimit/serve"
 )
 
@@ -274,5 +278,238 @@ func TestLoadAgainstSlowServe(t *testing.T) {
 	}
 	if doc.LatencyFromDue.P50 < 500 || doc.Latency.P50 < 500 {
 		t.Errorf("latency p50 %.1f ms, from due %.1f ms; want >= 500", doc.Latency.P50, doc.LatencyFromDue.P50)
+	}
+}
+
+// countingTarget is a loopback HTTP target that counts requests and keeps
+// their Authorization headers.
+type countingTarget struct {
+	*httptest.Server
+	mu    sync.Mutex
+	auths []string
+}
+
+func newCountingTarget(t *testing.T) *countingTarget {
+	t.Helper()
+	ct := &countingTarget{}
+	ct.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ct.mu.Lock()
+		ct.auths = append(ct.auths, r.Header.Get("Authorization"))
+		ct.mu.Unlock()
+	}))
+	t.Cleanup(ct.Close)
+	return ct
+}
+
+func (ct *countingTarget) hits() int {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	return len(ct.auths)
+}
+
+// Bad flags are refused (exit 2) before a single request is sent.
+func TestLoadRefusesBadFlags(t *testing.T) {
+	ct := newCountingTarget(t)
+	hostPort := strings.TrimPrefix(ct.URL, "http://")
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 16<<20+1); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	ok := []string{"--target", ct.URL, "--rate", "10/s", "--duration", "300ms"}
+	tests := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"empty method", []string{"-X", ""}, "-X is empty"},
+		{"blank method", []string{"-X", "  "}, "-X is empty"},
+		{"method not a token", []string{"-X", "GE T"}, "not an HTTP method token"},
+		{"method with CRLF", []string{"-X", "GET / HTTP/1.1\r\nX:"}, "not an HTTP method token"},
+		{"scheme forgotten", []string{"--target", hostPort + "/hello"}, "add http://"},
+		{"scheme forgotten, localhost", []string{"--target", "localhost:8011/hello"}, "add http://"},
+		{"bad port", []string{"--target", "http://127.0.0.1:99999/"}, "port 99999"},
+		{"zero max-vus", []string{"--max-vus", "0"}, "--max-vus 0: must be at least 1"},
+		{"negative max-vus", []string{"--max-vus", "-3"}, "--max-vus -3: must be at least 1"},
+		{"zero pre-allocated", []string{"--pre-allocated-vus", "0"}, "--pre-allocated-vus 0: must be at least 1"},
+		{"pre-allocated above max", []string{"--pre-allocated-vus", "20", "--max-vus", "5"}, "--max-vus 5 is below --pre-allocated-vus 20"},
+		{"zero timeout", []string{"--timeout", "0s"}, "--timeout must be positive"},
+		{"negative timeout", []string{"--timeout", "-1s"}, "--timeout must be positive"},
+		{"huge timeout", []string{"--timeout", "2562047h"}, "ceiling of 1h"},
+		{"header without colon", []string{"-H", "nocolon"}, "want 'Name: value'"},
+		{"header injection", []string{"-H", "X-A: 1\r\nX-Evil: 2"}, "must not contain CR, LF"},
+		{"header with LF", []string{"-H", "X-A: 1\nX-Evil: 2"}, "must not contain CR, LF"},
+		{"header with NUL", []string{"-H", "X-A: 1\x00"}, "must not contain CR, LF"},
+		{"identity in Host", []string{"--identity-header", "Host"}, "written by the client itself"},
+		{"expect-status 1000", []string{"--expect-status", "1000"}, "--expect-status"},
+		{"body from /dev/zero", []string{"--body", "@/dev/zero"}, "--body file /dev/zero is a character device"},
+		{"body from a FIFO", []string{"--body", "@" + fifo}, "is a FIFO, not a regular file"},
+		{"body above 16 MiB", []string{"--body", "@" + big}, "more than the 16 MiB ceiling"},
+		{"rate x duration", []string{"--rate", "1e12/s", "--duration", "10s"},
+			"--rate 1000000000000/s for 10s plans 10,000,000,000,000 iterations; the ceiling is 100,000,000: lower --rate or --duration"},
+		{"duration", []string{"--rate", "1/h", "--duration", "2562047h"}, "--duration 2562047h is longer than the ceiling of 168h"},
+		{"identities", []string{"--identities", "2000000000"}, "--identities 2000000000 is more than the ceiling of 1,000,000"},
+		{"expect keeps arrivals", []string{"--rate", "1000/s", "--duration", "6h", "--expect", "auto"}, "the ceiling is 20,000,000: lower --rate or --duration with --expect"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tf := newTestFactory(t)
+			out := filepath.Join(t.TempDir(), "run.json")
+			code := tf.execute(t, append(append([]string{"load", "--out", out}, ok...), tt.args...)...)
+			stderr := tf.ErrOut.String()
+			if code != exitcode.Usage || !strings.Contains(stderr, tt.msg) {
+				t.Errorf("exit %d, want 2; stderr %q, want %q", code, stderr, tt.msg)
+			}
+			if strings.Count(strings.TrimSpace(stderr), "\n") > 0 || strings.Contains(stderr, "panic") {
+				t.Errorf("stderr is not one line: %q", stderr)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("refused run left %s behind", out)
+			}
+		})
+	}
+	if n := ct.hits(); n != 0 {
+		t.Errorf("target saw %d requests from refused runs, want 0", n)
+	}
+}
+
+// --out is opened before the run: a path that cannot be written is exit 2
+// with nothing sent; a run that fails before writing leaves no new file and
+// does not touch an existing one.
+func TestLoadOutUpFront(t *testing.T) {
+	ct := newCountingTarget(t)
+	dir := t.TempDir()
+	run := []string{"load", "--target", ct.URL, "--rate", "10/s", "--duration", "300ms"}
+	for _, tt := range []struct{ name, out, msg string }{
+		{"missing directory", "/nonexistent/x.json", "--out /nonexistent/x.json cannot be written: no such file or directory"},
+		{"a directory", dir, "is not a regular file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tf := newTestFactory(t)
+			code := tf.execute(t, append(run, "--out", tt.out)...)
+			if code != exitcode.Usage || !strings.Contains(tf.ErrOut.String(), tt.msg) {
+				t.Errorf("exit %d, want 2; stderr %q, want %q", code, tf.ErrOut.String(), tt.msg)
+			}
+		})
+	}
+	if n := ct.hits(); n != 0 {
+		t.Errorf("target saw %d requests, want none before --out is known to be writable", n)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	fresh := filepath.Join(dir, "fresh.json")
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "load", "--target", closed, "--rate", "5/s", "--duration", "1s", "--out", fresh); code != exitcode.Unreachable {
+		t.Errorf("unreachable: exit %d, want 3: %s", code, tf.ErrOut.String())
+	}
+	if _, err := os.Stat(fresh); err == nil {
+		t.Errorf("a failed run left an empty %s", fresh)
+	}
+	old := filepath.Join(dir, "old.json")
+	if err := os.WriteFile(old, []byte(`{"kind":"load"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "load", "--target", closed, "--rate", "5/s", "--duration", "1s", "--out", old); code != exitcode.Unreachable {
+		t.Errorf("unreachable: exit %d, want 3", code)
+	}
+	if b, _ := os.ReadFile(old); string(b) != `{"kind":"load"}` {
+		t.Errorf("a failed run changed the existing --out file to %q", b)
+	}
+	// a run that succeeds replaces the existing file whole
+	tf = newTestFactory(t)
+	if code := tf.execute(t, append(run, "-o", "json", "--out", old)...); code != 0 {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
+	}
+	if b, _ := os.ReadFile(old); string(b) != tf.Out.String() {
+		t.Errorf("--out holds %q, want the -o json document", b)
+	}
+}
+
+// A target's userinfo is sent as Basic auth and shown nowhere: not in the
+// text, JSON, Markdown, JUnit or HTML of the run, not in --out, not in an
+// error.
+func TestLoadUserinfoRedacted(t *testing.T) {
+	const pw = "hunter2-s3cret"
+	ct := newCountingTarget(t)
+	target := strings.Replace(ct.URL, "http://", "http://alice:"+pw+"@", 1) + "/hello"
+	out := filepath.Join(t.TempDir(), "run.json")
+	tf := newTestFactory(t)
+	code := tf.execute(t, "load", "-o", "json", "--target", target, "--rate", "10/s", "--duration", "300ms", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
+	}
+	var doc load.Result
+	if err := json.Unmarshal(tf.Out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	file, _ := os.ReadFile(out)
+	shown := map[string]string{"stdout": tf.Out.String(), "stderr": tf.ErrOut.String(), "--out": string(file)}
+	for _, format := range []string{"text", "json", "markdown", "junit"} {
+		var b strings.Builder
+		if err := report.Render(&b, format, &doc, report.Options{}); err != nil {
+			t.Fatalf("render %s: %v", format, err)
+		}
+		shown[format] = b.String()
+	}
+	var html strings.Builder
+	if err := report.HTML(&html, []report.Document{{Kind: "load", Version: 1, Source: "run.json", Value: &doc}}, report.HTMLOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	shown["html"] = html.String()
+	for name, s := range shown {
+		if strings.Contains(s, pw) {
+			t.Errorf("%s shows the password:\n%s", name, s)
+		}
+	}
+	if !strings.Contains(shown["text"], "alice:xxxxx@") {
+		t.Errorf("text does not show the masked target:\n%s", shown["text"])
+	}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:"+pw))
+	ct.mu.Lock()
+	if len(ct.auths) != 3 {
+		t.Errorf("target saw %d requests, want 3", len(ct.auths))
+	}
+	for _, a := range ct.auths {
+		if a != want {
+			t.Errorf("Authorization %q, want %q", a, want)
+		}
+	}
+	ct.mu.Unlock()
+
+	// errors that quote the target
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	for _, tt := range []struct {
+		target string
+		code   int
+	}{
+		{"http://alice:" + pw + "@" + closed + "/", exitcode.Unreachable},
+		{"alice:" + pw + "@" + closed + "/", exitcode.Usage},
+		{"ftp://alice:" + pw + "@" + closed + "/", exitcode.Usage},
+		{"http://alice:" + pw + "@" + closed + "/%zz", exitcode.Usage},
+		{"http://alice:" + pw + "@127.0.0.1:99999/", exitcode.Usage},
+	} {
+		tf := newTestFactory(t)
+		code := tf.execute(t, "load", "--target", tt.target, "--rate", "5/s", "--duration", "300ms")
+		if code != tt.code || strings.Contains(tf.ErrOut.String(), pw) || strings.Contains(tf.Out.String(), pw) {
+			t.Errorf("--target %s: exit %d (want %d), stderr %q", secret.URL(tt.target), code, tt.code, tf.ErrOut.String())
+		}
 	}
 }

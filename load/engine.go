@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/secret"
 )
 
 // engine is one run in progress.
@@ -34,9 +35,9 @@ type engine struct {
 	runCtx    context.Context // cancelled by an interrupt or the hard deadline
 
 	idle     idleStack
-	expectOK [600]bool
-	record   bool  // keep every arrival (for the verdict)
-	maxLat   int64 // histogram ceiling, µs
+	expectOK [1000]bool // by status code; every status is a three-digit code
+	record   bool       // keep every arrival (for the verdict)
+	maxLat   int64      // histogram ceiling, µs
 }
 
 // idleStack holds the idle VUs. It is a stack: the next iteration goes to
@@ -118,13 +119,14 @@ func (e *engine) prepare() error {
 			}).DialContext,
 			// Every VU may hold a connection: keep them all idle between
 			// iterations instead of closing and re-dialling.
-			MaxIdleConns:          o.MaxVUs,
-			MaxIdleConnsPerHost:   o.MaxVUs,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   o.Timeout,
-			ExpectContinueTimeout: time.Second,
-			DisableCompression:    true, // measure the bytes the target sends
-			ForceAttemptHTTP2:     true,
+			MaxIdleConns:           o.MaxVUs,
+			MaxIdleConnsPerHost:    o.MaxVUs,
+			IdleConnTimeout:        90 * time.Second,
+			TLSHandshakeTimeout:    o.Timeout,
+			ExpectContinueTimeout:  time.Second,
+			DisableCompression:     true, // measure the bytes the target sends
+			MaxResponseHeaderBytes: h1MaxHeaderBytes,
+			ForceAttemptHTTP2:      true,
 		}
 		e.client = &http.Client{Transport: e.tr}
 	}
@@ -136,7 +138,11 @@ func (e *engine) prepare() error {
 	for k := range n {
 		req, err := http.NewRequest(o.Method, o.Target, nil)
 		if err != nil {
-			return exitcode.Usagef("--target %q: %v", o.Target, err)
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // its message quotes the URL, password and all
+			}
+			return exitcode.Usagef("--target %q: %v", secret.URL(o.Target), err)
 		}
 		for name, vs := range o.Headers {
 			if http.CanonicalHeaderKey(name) == "Host" {
@@ -262,12 +268,18 @@ schedule:
 			interrupted = true
 			break
 		}
-		late := time.Since(e.start) - due
+		now := time.Since(e.start)
+		late := now - due
 		if late > MaxLateness {
-			droppedLate++
+			// Every iteration due before now-MaxLateness is as late: drop
+			// them all at once, so a rate the generator cannot follow does
+			// not keep it spinning through its schedule long after the end.
+			next := min(max(e.sched.Expected(now-MaxLateness), i+1), planned)
+			droppedLate += next - i
 			if live != nil {
-				live.Dropped.Add(1)
+				live.Dropped.Add(next - i)
 			}
+			i = next - 1
 			continue
 		}
 		v, idle := e.idle.pop()
@@ -306,7 +318,7 @@ schedule:
 
 	res := &Result{
 		Kind: "load", Version: 1,
-		Target: o.Target, Method: o.Method, StartedAt: e.startWall,
+		Target: secret.URL(o.Target), Method: o.Method, StartedAt: e.startWall,
 		Rate: o.Rate.String(), RatePerS: o.Rate.PerSecond(),
 		DurationS: o.Duration.Seconds(), ElapsedS: elapsed.Seconds(), TimeoutS: o.Timeout.Seconds(),
 		Identities: o.Identities, RunID: o.RunID,
@@ -356,7 +368,11 @@ func (e *engine) do(v *vu, j job) {
 	send := time.Since(e.start)
 	resp, err := e.client.Do(req)
 	status := 0
-	if err == nil {
+	if err == nil && !validStatus(resp.StatusCode) {
+		// net/http takes any three digits, "000" and "+12" included
+		resp.Body.Close()
+		err = malformed("status %d is not a three-digit code from 100", resp.StatusCode)
+	} else if err == nil {
 		status = resp.StatusCode
 		v.inspect(status, resp.Header, e.startWall.Add(send))
 		_, err = io.Copy(io.Discard, resp.Body)
@@ -406,6 +422,8 @@ func classify(err error) string {
 			return "connection refused"
 		}
 		return "dial"
+	case errors.Is(err, errMalformed):
+		return "malformed response"
 	case isReset(err):
 		return "connection reset"
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -420,3 +438,10 @@ func classify(err error) string {
 var ConnectKinds = map[string]bool{"connection refused": true, "dns": true, "dial": true}
 
 func statusKey(s int) string { return strconv.Itoa(s) }
+
+// validStatus reports whether s is a status the engine counts under its own
+// code: three digits, 100 to 999.
+func validStatus(s int) bool { return s >= 100 && s <= 999 }
+
+// expected reports whether status s is not a failure (--expect-status).
+func (e *engine) expected(s int) bool { return s >= 0 && s < len(e.expectOK) && e.expectOK[s] }

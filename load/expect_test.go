@@ -173,7 +173,7 @@ func TestParseFlags(t *testing.T) {
 	if h.Get("X-Api-Key") != "abc" || h.Get("Accept") != "text/plain" || len(h["X-Multi"]) != 2 {
 		t.Errorf("ParseHeaders = %v", h)
 	}
-	for _, bad := range []string{"novalue", ": x", "bad name: x", "X: a\nb"} {
+	for _, bad := range []string{"novalue", ": x", "bad name: x", "X: a\nb", "X: a\r\nEvil: 1", "X: a\rb", "X: a\x00b", "X: a\x01b", "X: \x7f", "X\r\nEvil: 1"} {
 		if _, err := ParseHeaders([]string{bad}); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("ParseHeaders(%q) = %v, want usage error", bad, err)
 		}
@@ -187,7 +187,11 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || len(st) != 101 || st[0] != 200 || st[99] != 299 {
 		t.Errorf("ParseStatuses(2xx) = %d codes, %v", len(st), err)
 	}
-	for _, bad := range []string{"", "ok", "600", "99", "6xx"} {
+	// any three-digit code is counted under its own code, so it may be expected
+	if st, err := ParseStatuses("999,6xx"); err != nil || len(st) != 101 || st[0] != 999 || st[100] != 699 {
+		t.Errorf("ParseStatuses(999,6xx) = %d codes, %v", len(st), err)
+	}
+	for _, bad := range []string{"", "ok", "1000", "99", "0xx", "-200", "+200"} {
 		if _, err := ParseStatuses(bad); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("ParseStatuses(%q) = %v, want usage error", bad, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +56,13 @@ func h1Prepare(o *Options, u *url.URL, identity string) h1Request {
 	}
 	if identity != "" {
 		b.WriteString(http.CanonicalHeaderKey(o.IdentityHeader) + ": " + identity + "\r\n")
+	}
+	// Userinfo in the target is sent as Basic auth, as net/http's client
+	// does, unless -H gave an Authorization of its own.
+	if u.User != nil && len(o.Headers["Authorization"]) == 0 {
+		pw, _ := u.User.Password()
+		cred := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pw))
+		b.WriteString("Authorization: Basic " + cred + "\r\n")
 	}
 	switch o.Method {
 	case http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodOptions, http.MethodTrace:
@@ -209,22 +217,48 @@ func isTimeout(err error) bool {
 // errNoResponse wraps a read error that came before any byte of a response.
 var errNoResponse = errors.New("no response")
 
+// errMalformed wraps every response the lean client cannot parse: a bad
+// status line, Content-Length or chunk size, a header section too long. It
+// is counted as a failed request of kind "malformed response", never a
+// panic.
+var errMalformed = errors.New("malformed response")
+
+// Bounds on what one response may make the lean client read before its
+// body: net/http's Transport has the same kind of limits.
+const (
+	h1MaxHeaderBytes = 1 << 20 // status lines and header sections, interim responses included
+	h1MaxInterim     = 5       // 1xx responses before the final one
+)
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errMalformed, fmt.Sprintf(format, args...))
+}
+
 // h1ReadResponse reads one response from br: skips 1xx interim responses,
 // keeps the fields the header checks read in h (reused: each known field is
 // truncated, not deleted), drains the body. keep reports whether the
-// connection may carry another request.
+// connection may carry another request. The status is always a three-digit
+// code, 100 to 999; anything else is an error wrapping errMalformed.
 func h1ReadResponse(br *bufio.Reader, h http.Header, head bool) (status int, keep bool, err error) {
 	for k, vs := range h {
 		h[k] = vs[:0]
 	}
-	for {
+	headerBytes := 0
+	for interim := 0; ; interim++ {
+		if interim > h1MaxInterim {
+			return 0, false, malformed("more than %d interim (1xx) responses", h1MaxInterim)
+		}
 		line, err := br.ReadSlice('\n')
 		if err != nil {
 			if len(line) == 0 && (err == io.EOF || isReset(err)) {
 				return 0, false, fmt.Errorf("%w: %w", errNoResponse, err)
 			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return 0, false, malformed("status line longer than %d KiB", br.Size()>>10)
+			}
 			return 0, false, fmt.Errorf("read status line: %w", err)
 		}
+		headerBytes += len(line)
 		status, keep, err = parseStatusLine(line)
 		if err != nil {
 			return 0, false, err
@@ -235,9 +269,12 @@ func h1ReadResponse(br *bufio.Reader, h http.Header, head bool) (status int, kee
 			line, err := br.ReadSlice('\n')
 			if err != nil {
 				if errors.Is(err, bufio.ErrBufferFull) {
-					return 0, false, errors.New("response header line longer than 16 KiB")
+					return 0, false, malformed("response header line longer than %d KiB", br.Size()>>10)
 				}
 				return 0, false, fmt.Errorf("read header: %w", err)
+			}
+			if headerBytes += len(line); headerBytes > h1MaxHeaderBytes {
+				return 0, false, malformed("response header section longer than %d KiB", h1MaxHeaderBytes>>10)
 			}
 			line = trimCRLF(line)
 			if len(line) == 0 {
@@ -245,14 +282,14 @@ func h1ReadResponse(br *bufio.Reader, h http.Header, head bool) (status int, kee
 			}
 			colon := bytes.IndexByte(line, ':')
 			if colon <= 0 {
-				return 0, false, fmt.Errorf("malformed header line %q", line)
+				return 0, false, malformed("header line %q", clip(line))
 			}
 			name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
 			switch {
 			case asciiEqualFold(name, "content-length"):
-				n, err := strconv.ParseInt(string(value), 10, 64)
-				if err != nil || n < 0 || length >= 0 && n != length {
-					return 0, false, fmt.Errorf("bad Content-Length %q", value)
+				n, ok := parseDecimal(value)
+				if !ok || length >= 0 && n != length {
+					return 0, false, malformed("Content-Length %q", clip(value))
 				}
 				length = n
 			case asciiEqualFold(name, "transfer-encoding"):
@@ -299,42 +336,101 @@ func h1ReadResponse(br *bufio.Reader, h http.Header, head bool) (status int, kee
 	}
 }
 
+// parseStatusLine reads "HTTP/1.x NNN[ reason]": NNN is exactly three
+// digits, 100 to 999 (a status of 600-999 is odd but well formed and
+// counted under its own code).
 func parseStatusLine(line []byte) (status int, keep bool, err error) {
 	line = trimCRLF(line)
 	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
-		return 0, false, fmt.Errorf("malformed status line %q", line)
+		return 0, false, malformed("status line %q", clip(line))
 	}
 	for _, c := range line[9:12] {
 		if c < '0' || c > '9' {
-			return 0, false, fmt.Errorf("malformed status line %q", line)
+			return 0, false, malformed("status line %q", clip(line))
 		}
 		status = status*10 + int(c-'0')
 	}
 	if len(line) > 12 && line[12] != ' ' || status < 100 {
-		return 0, false, fmt.Errorf("malformed status line %q", line)
+		return 0, false, malformed("status line %q", clip(line))
 	}
 	return status, line[7] == '1', nil // HTTP/1.1 keeps the connection by default
+}
+
+// parseDecimal reads a Content-Length: ASCII digits only (no sign, no
+// space), at most 18 of them so the value fits an int64.
+func parseDecimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// parseHex reads a chunk size: hex digits only, at most 15 of them.
+func parseHex(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | int64(c)
+	}
+	return n, true
+}
+
+// clip shortens wire bytes quoted in an error.
+func clip(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
 }
 
 func drainChunked(br *bufio.Reader) error {
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return malformed("chunk size line longer than %d KiB", br.Size()>>10)
+			}
 			return fmt.Errorf("read chunk size: %w", err)
 		}
 		line = trimCRLF(line)
 		if i := bytes.IndexByte(line, ';'); i >= 0 {
 			line = line[:i]
 		}
-		n, err := strconv.ParseInt(string(bytes.TrimSpace(line)), 16, 64)
-		if err != nil || n < 0 {
-			return fmt.Errorf("bad chunk size %q", line)
+		n, ok := parseHex(bytes.TrimSpace(line))
+		if !ok {
+			return malformed("chunk size %q", clip(line))
 		}
 		if n == 0 {
+			trailer := 0
 			for { // trailer section up to the empty line
 				t, err := br.ReadSlice('\n')
 				if err != nil {
+					if errors.Is(err, bufio.ErrBufferFull) {
+						return malformed("trailer line longer than %d KiB", br.Size()>>10)
+					}
 					return fmt.Errorf("read trailer: %w", err)
+				}
+				if trailer += len(t); trailer > h1MaxHeaderBytes {
+					return malformed("trailer section longer than %d KiB", h1MaxHeaderBytes>>10)
 				}
 				if len(trimCRLF(t)) == 0 {
 					return nil
@@ -345,8 +441,11 @@ func drainChunked(br *bufio.Reader) error {
 			return fmt.Errorf("read chunk: %w", err)
 		}
 		crlf, err := br.ReadSlice('\n')
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return fmt.Errorf("read chunk: %w", err)
+		}
 		if err != nil || len(trimCRLF(crlf)) != 0 {
-			return fmt.Errorf("chunk not followed by CRLF")
+			return malformed("chunk not followed by CRLF")
 		}
 	}
 }

@@ -23,6 +23,13 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 	res.Errors = map[string]int64{}
 	timeline := map[int]map[int]int64{}
 	var arrivals []Arrival
+	if e.record {
+		n := 0
+		for _, v := range vus {
+			n += len(v.arrivals)
+		}
+		arrivals = make([]Arrival, 0, n)
+	}
 	var h Headers
 	policyValues := map[string]int64{}
 	for _, v := range vus {
@@ -34,18 +41,16 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 		for k, n := range v.errs {
 			res.Errors[k] += n
 		}
-		for sec, m := range v.timeline {
-			if m == nil {
-				continue
-			}
+		for _, tk := range v.timeline {
+			sec := int(tk.sec)
 			if timeline[sec] == nil {
 				timeline[sec] = map[int]int64{}
 			}
-			for s, n := range m {
-				timeline[sec][s] += n
-			}
+			timeline[sec][int(tk.status)] += tk.n
 		}
+		v.timeline = nil
 		arrivals = append(arrivals, v.arrivals...)
+		v.arrivals = nil // the copy is all the verdict needs
 		res.Completed += v.completed
 		res.Responses += v.responses
 		res.Allowed += v.allowed

@@ -10,7 +10,10 @@
 package load
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -21,6 +24,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
 	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/secret"
 )
 
 // Defaults for the command's flags.
@@ -30,6 +34,20 @@ const (
 	DefaultMaxVUs          = 100
 	DefaultIdentityHeader  = "X-API-Key"
 	DefaultMaxFailed       = 0.01
+)
+
+// Ceilings on one run, checked before anything is sent (exit 2), and
+// documented in the README's "Safety" section. What the engine holds grows
+// with them: at most 16 bytes of timeline per iteration, about 150 bytes per
+// iteration kept for the replay of --expect, about 2 KB per prepared
+// identity, one timeline entry per second of the run.
+const (
+	MaxPlanned       = 100_000_000
+	MaxPlannedExpect = 20_000_000
+	MaxIdentities    = 1_000_000
+	MaxDuration      = 7 * 24 * time.Hour
+	MaxTimeout       = time.Hour
+	MaxVUs           = 100_000
 )
 
 // DefaultExpectStatus are the statuses that do not count as failed.
@@ -76,6 +94,20 @@ type Options struct {
 	Transport http.RoundTripper
 }
 
+// Validate checks o as Run would, without sending anything: every error is
+// exit 2 and names the flag to fix. Commands call it before they create
+// files for the run's output.
+func (o Options) Validate() error {
+	o, err := o.withDefaults()
+	if err != nil {
+		return err
+	}
+	if o.Expect != nil {
+		return o.Expect.validate()
+	}
+	return nil
+}
+
 // withDefaults fills zero values and validates; errors are exit-2 errors
 // naming the flag to fix.
 func (o Options) withDefaults() (Options, error) {
@@ -109,49 +141,182 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Duration <= 0:
 		return o, exitcode.Usagef("--duration must be positive, e.g. 30s")
+	case o.Duration > MaxDuration:
+		return o, exitcode.Usagef("--duration %s is longer than the ceiling of %s (the timeline keeps every second); split the run", durText(o.Duration), durText(MaxDuration))
 	case o.Timeout < 0:
 		return o, exitcode.Usagef("--timeout must be positive, e.g. 10s")
+	case o.Timeout > MaxTimeout:
+		return o, exitcode.Usagef("--timeout %s is longer than the ceiling of %s", durText(o.Timeout), durText(MaxTimeout))
 	case o.PreAllocatedVUs < 0 || o.MaxVUs < 0:
 		return o, exitcode.Usagef("--pre-allocated-vus and --max-vus must not be negative")
 	case o.MaxVUs < o.PreAllocatedVUs:
 		return o, exitcode.Usagef("--max-vus %d is below --pre-allocated-vus %d; raise --max-vus", o.MaxVUs, o.PreAllocatedVUs)
-	case o.MaxVUs > 100_000:
-		return o, exitcode.Usagef("--max-vus %d is more than 100000; a VU is a goroutine with its own histograms", o.MaxVUs)
+	case o.MaxVUs > MaxVUs:
+		return o, exitcode.Usagef("--max-vus %d is more than the ceiling of %s; a VU is a goroutine with its own histograms", o.MaxVUs, commas(MaxVUs))
 	case o.Identities < 0:
 		return o, exitcode.Usagef("--identities must not be negative")
-	case o.MaxFailed < 0 || o.MaxFailed > 1:
+	case o.Identities > MaxIdentities:
+		return o, exitcode.Usagef("--identities %d is more than the ceiling of %s (each is a request prepared in memory)", o.Identities, commas(MaxIdentities))
+	case o.MaxFailed < 0 || o.MaxFailed > 1 || o.MaxFailed != o.MaxFailed:
 		return o, exitcode.Usagef("--max-failed must be between 0%% and 100%%")
 	}
 	if o.Identities > 0 && !header.IsToken(o.IdentityHeader) {
 		return o, exitcode.Usagef("--identity-header %q is not a valid header name", o.IdentityHeader)
 	}
-	for _, s := range o.ExpectStatus {
-		if s < 100 || s > 599 {
-			return o, exitcode.Usagef("--expect-status %d is not an HTTP status (100-599)", s)
+	if o.Identities > 0 && framingFields[http.CanonicalHeaderKey(o.IdentityHeader)] {
+		return o, exitcode.Usagef("--identity-header %s is written by the client itself; name another header, e.g. X-API-Key", o.IdentityHeader)
+	}
+	for name, vs := range o.Headers {
+		if !header.IsToken(name) {
+			return o, exitcode.Usagef("header name %q is not a token", name)
+		}
+		for _, v := range vs {
+			if !validFieldValue(v) {
+				return o, exitcode.Usagef("-H %s: the value must not contain CR, LF, NUL or other control characters", name)
+			}
 		}
 	}
-	if _, err := NewSchedule(o.Rate, o.Duration); err != nil {
-		return o, exitcode.Usagef("--rate/--duration: %v", err)
+	for _, s := range o.ExpectStatus {
+		if !validStatus(s) {
+			return o, exitcode.Usagef("--expect-status %d is not an HTTP status (100-999)", s)
+		}
+	}
+	ceiling, why := int64(MaxPlanned), ""
+	if o.Expect != nil {
+		ceiling, why = MaxPlannedExpect, " with --expect (every arrival is kept for the replay)"
+	}
+	if _, err := Plan(o.Rate, o.Duration, ceiling); err != nil {
+		if why != "" {
+			err = exitcode.UsageError(fmt.Errorf("%w%s", err, why))
+		}
+		return o, err
 	}
 	return o, nil
 }
 
-// ValidateTarget checks that target is an absolute http or https URL.
+// Plan returns the schedule of r over d, refusing one that plans more than
+// ceiling iterations with an exit-2 error giving both numbers. The count is
+// computed exactly, whatever r and d, so no product can overflow.
+func Plan(r rate.Rate, d time.Duration, ceiling int64) (Schedule, error) {
+	n, err := plannedCount(r, d)
+	if err != nil {
+		return Schedule{}, exitcode.Usagef("--rate/--duration: %v", err)
+	}
+	if n.Cmp(big.NewInt(ceiling)) > 0 {
+		return Schedule{}, exitcode.Usagef("--rate %s for %s plans %s iterations; the ceiling is %s: lower --rate or --duration",
+			r, durText(d), commas(n), commas(ceiling))
+	}
+	return NewSchedule(r, d)
+}
+
+// plannedCount is ceil(d * Count / Per) for the exact decimal fraction of
+// the rate's Count (see Schedule), in arbitrary precision.
+func plannedCount(r rate.Rate, d time.Duration) (*big.Int, error) {
+	if r.Per <= 0 || !(r.Count > 0) || math.IsInf(r.Count, 0) {
+		return nil, fmt.Errorf("rate %s must be positive", r)
+	}
+	if d <= 0 {
+		return nil, fmt.Errorf("duration %s must be positive", d)
+	}
+	num, den, ok := fraction(r.Count)
+	if !ok {
+		return nil, fmt.Errorf("rate %s has too many decimal places; use at most 9 or a longer period such as 1/3s", r)
+	}
+	top := new(big.Int).Mul(big.NewInt(int64(d)), new(big.Int).SetUint64(num))
+	step := new(big.Int).Mul(big.NewInt(int64(r.Per)), new(big.Int).SetUint64(den))
+	q, m := new(big.Int).QuoRem(top, step, new(big.Int))
+	if m.Sign() != 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return q, nil
+}
+
+// commas writes n with thousands separators: 100,000,000.
+func commas[T int | int64 | *big.Int](n T) string {
+	var s string
+	switch v := any(n).(type) {
+	case *big.Int:
+		s = v.String()
+	default:
+		s = fmt.Sprint(v)
+	}
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// durText is d without its zero tails: 10s, 2m, 168h, 1h30m.
+func durText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// ValidateTarget checks that target is an absolute http or https URL with
+// a host and a valid port. Errors are exit 2 and show the target with its
+// password masked.
 func ValidateTarget(target string) error {
 	if target == "" {
 		return exitcode.Usagef("no target; pass --target URL or set RATELIMIT_TARGET (e.g. http://127.0.0.1:8011/hello from 'ratelimit serve')")
 	}
+	shown := secret.URL(target)
+	if !strings.Contains(target, "://") {
+		return exitcode.Usagef("--target %q has no scheme; add http:// (e.g. http://%s)", shown, strings.TrimPrefix(shown, "//"))
+	}
 	u, err := url.Parse(target)
 	if err != nil {
-		return exitcode.Usagef("--target %q is not a URL: %v", target, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its message quotes the URL, password and all
+		}
+		return exitcode.Usagef("--target %q is not a URL: %v", shown, err)
 	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return exitcode.Usagef("--target %q must be an absolute http:// or https:// URL", target)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return exitcode.Usagef("--target %q: scheme %q is not supported; use http:// or https://", shown, u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return exitcode.Usagef("--target %q has no host; e.g. http://127.0.0.1:8011/hello", shown)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return exitcode.Usagef("--target %q: port %s is not 1-65535", shown, p)
+		}
 	}
 	return nil
 }
 
 func validMethod(m string) bool { return header.IsToken(m) }
+
+// validFieldValue reports whether v may be sent as a header value: no
+// control character but HTAB (RFC 9110 field-value), so no CR or LF that
+// would start a header (or a request) of its own.
+func validFieldValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// framingFields are headers the client writes itself: an identity sent in
+// one of them would corrupt the request.
+var framingFields = map[string]bool{"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true, "Te": true, "Trailer": true, "Upgrade": true}
 
 // ParseHeaders reads -H values of the form "Name: value" (curl's syntax).
 func ParseHeaders(lines []string) (http.Header, error) {
@@ -160,11 +325,12 @@ func ParseHeaders(lines []string) (http.Header, error) {
 		name, value, ok := strings.Cut(l, ":")
 		name = strings.TrimSpace(name)
 		if !ok || !header.IsToken(name) {
-			return nil, exitcode.Usagef("-H %q: want 'Name: value'", l)
+			return nil, exitcode.Usagef("-H %q: want 'Name: value'", secret.Redact(l))
 		}
 		value = strings.TrimSpace(value)
-		if strings.ContainsAny(value, "\r\n\x00") {
-			return nil, exitcode.Usagef("-H %q: the value must not contain CR, LF or NUL", l)
+		if !validFieldValue(value) {
+			// quote the name only: the value may be a credential
+			return nil, exitcode.Usagef("-H %s: the value must not contain CR, LF, NUL or other control characters", name)
 		}
 		h.Add(textproto.CanonicalMIMEHeaderKey(name), value)
 	}
@@ -179,7 +345,7 @@ func ParseStatuses(s string) ([]int, error) {
 		if f == "" {
 			continue
 		}
-		if len(f) == 3 && (f[1] == 'x' || f[1] == 'X') && (f[2] == 'x' || f[2] == 'X') && f[0] >= '1' && f[0] <= '5' {
+		if len(f) == 3 && (f[1] == 'x' || f[1] == 'X') && (f[2] == 'x' || f[2] == 'X') && f[0] >= '1' && f[0] <= '9' {
 			base := int(f[0]-'0') * 100
 			for c := base; c < base+100; c++ {
 				out = append(out, c)
@@ -187,7 +353,7 @@ func ParseStatuses(s string) ([]int, error) {
 			continue
 		}
 		n, err := strconv.Atoi(f)
-		if err != nil || n < 100 || n > 599 {
+		if err != nil || len(f) != 3 || !validStatus(n) {
 			return nil, exitcode.Usagef("--expect-status %q: want status codes such as 200,429 or 2xx", f)
 		}
 		out = append(out, n)

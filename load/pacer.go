@@ -61,7 +61,10 @@ func NewSchedule(r rate.Rate, d time.Duration) (Schedule, error) {
 }
 
 // fraction writes c as num/den with den a power of ten up to 1e9, exactly
-// as far as float64 can tell.
+// as far as float64 can tell: c*den must be an integer within a relative
+// 1e-15 (a few ulps), so a decimal typed with up to nine places is
+// recovered exactly and no count is rounded by more than a part in 1e15
+// (less than one iteration of the largest plan).
 func fraction(c float64) (num, den uint64, ok bool) {
 	den = 1
 	for range 10 {
@@ -70,7 +73,7 @@ func fraction(c float64) (num, den uint64, ok bool) {
 			return 0, 0, false
 		}
 		r := math.Round(v)
-		if r >= 1 && math.Abs(v-r) <= 1e-6 {
+		if r >= 1 && math.Abs(v-r) <= v*1e-15 {
 			return uint64(r), den, true
 		}
 		den *= 10

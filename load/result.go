@@ -11,7 +11,7 @@ type Result struct {
 	Kind    string `json:"kind"`    // "load"
 	Version int    `json:"version"` // 1
 
-	Target     string    `json:"target"`
+	Target     string    `json:"target"` // password masked (secret.URL); never the credentials sent
 	Method     string    `json:"method"`
 	StartedAt  time.Time `json:"started_at"`
 	Rate       string    `json:"rate"`

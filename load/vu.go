@@ -34,8 +34,8 @@ type vu struct {
 
 	status    map[int]int64
 	errs      map[string]int64
-	timeline  []map[int]int64 // by second of the send; status 0 = transport error
-	arrivals  []Arrival       // only when the verdict needs them
+	timeline  []tick    // by second of the send; status 0 = transport error
+	arrivals  []Arrival // only when the verdict needs them
 	completed int64
 	responses int64
 	allowed   int64
@@ -148,17 +148,13 @@ func (v *vu) add(j job, send, done time.Duration, status int, kind string) {
 		v.errs[kind]++
 		return // cut off by Ctrl-C: neither a success nor the target's failure
 	}
+	if status != 0 && !validStatus(status) {
+		status, kind = 0, "malformed response" // never an index out of range
+	}
 	v.completed++
 	record(v.lat, done-send)
 	record(v.fromDue, done-j.due)
-	sec := int(send / time.Second)
-	for len(v.timeline) <= sec {
-		v.timeline = append(v.timeline, nil)
-	}
-	if v.timeline[sec] == nil {
-		v.timeline[sec] = map[int]int64{}
-	}
-	v.timeline[sec][status]++
+	v.tick(int32(send/time.Second), int32(status))
 	if status == 0 {
 		v.errs[kind]++
 		v.failed++
@@ -168,7 +164,7 @@ func (v *vu) add(j job, send, done time.Duration, status int, kind string) {
 	} else {
 		v.responses++
 		v.status[status]++
-		if !v.e.expectOK[status] {
+		if !v.e.expected(status) {
 			v.failed++
 			if live != nil {
 				live.Failed.Add(1)
@@ -193,6 +189,26 @@ func (v *vu) add(j job, send, done time.Duration, status int, kind string) {
 			SendNs:   int64(send), DoneNs: int64(done), Status: status,
 		})
 	}
+}
+
+// tick counts one iteration in the timeline: the responses of one status
+// (0: transport errors) in one second of the run. A VU's sends come in time
+// order, so its ticks are sorted by second with the current second's at the
+// tail: 16 bytes per (second, status) the VU saw, never one entry per
+// second of the run nor a map per second.
+type tick struct {
+	sec, status int32
+	n           int64
+}
+
+func (v *vu) tick(sec, status int32) {
+	for i := len(v.timeline) - 1; i >= 0 && v.timeline[i].sec == sec; i-- {
+		if v.timeline[i].status == status {
+			v.timeline[i].n++
+			return
+		}
+	}
+	v.timeline = append(v.timeline, tick{sec: sec, status: status, n: 1})
 }
 
 // inspect checks the rate limit headers of one response.
