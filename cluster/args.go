@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // SplitArgs splits one line into arguments the way redis-cli does: words are
@@ -103,39 +105,53 @@ func isHex(c byte) bool {
 }
 
 // QuoteArg returns s unchanged when SplitArgs would read it back as one
-// argument, else s in double quotes with the escapes SplitArgs understands.
+// argument and it holds nothing a terminal would act on or hide, else s in
+// double quotes with the escapes SplitArgs understands. Only control bytes
+// are escaped (C0, DEL, the C1 controls U+0080 to U+009F, and bytes that
+// are not valid UTF-8), as \xHH; valid UTF-8 such as "ü" is shown as it
+// is, inside quotes when it holds a Unicode space.
 func QuoteArg(s string) string {
 	plain := s != ""
-	for i := 0; i < len(s) && plain; i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || c == '"' || c == '\'' || c == '\\' {
+	for i := 0; i < len(s) && plain; {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if escaped(r, size) || r <= ' ' || r == '"' || r == '\'' || r == '\\' || unicode.IsSpace(r) {
 			plain = false
 		}
+		i += size
 	}
 	if plain {
 		return s
 	}
 	var b strings.Builder
 	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '\\', '"':
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '\\' || r == '"':
 			b.WriteByte('\\')
-			b.WriteByte(c)
-		case '\n':
+			b.WriteByte(byte(r))
+		case r == '\n':
 			b.WriteString(`\n`)
-		case '\r':
+		case r == '\r':
 			b.WriteString(`\r`)
-		case '\t':
+		case r == '\t':
 			b.WriteString(`\t`)
-		default:
-			if c < ' ' || c >= 0x7f {
+		case escaped(r, size):
+			for _, c := range []byte(s[i : i+size]) {
 				fmt.Fprintf(&b, `\x%02x`, c)
-			} else {
-				b.WriteByte(c)
 			}
+		default:
+			b.WriteString(s[i : i+size])
 		}
+		i += size
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// escaped reports whether the rune r of size bytes that DecodeRuneInString
+// returned is shown as \xHH bytes: a C0 or C1 control, DEL, or a byte that
+// is not valid UTF-8.
+func escaped(r rune, size int) bool {
+	return r == utf8.RuneError && size <= 1 || r < ' ' || r == 0x7f || r >= 0x80 && r <= 0x9f
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestCheckGroup(t *testing.T) {
@@ -103,14 +105,54 @@ func TestSplitArgs(t *testing.T) {
 	}
 }
 
+// TestQuoteArgUTF8: valid UTF-8 is shown as it is; only control bytes
+// (C0, DEL, C1) and bytes that are not UTF-8 are escaped.
+func TestQuoteArgUTF8(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"ü", "ü"},
+		{"rl:{üser:42}:tb", "rl:{üser:42}:tb"},
+		{"日本:{キー}", "日本:{キー}"},
+		{"\uFFFD", "\uFFFD"}, // the replacement character itself is valid
+		{"ü b", `"ü b"`},
+		{"a\u00a0b", "\"a\u00a0b\""}, // a Unicode space: quoted, not escaped
+		{"\xc3", `"\xc3"`},           // a cut-off ü
+		{"a\xffü", `"a\xffü"`},
+		{"\x1b[31mred", `"\x1b[31mred"`},
+		{"\x7f", `"\x7f"`},
+		{"\u0085", `"\xc2\x85"`}, // NEL, a C1 control
+		{"\u009b31m", `"\xc2\x9b31m"`},
+		{"\u00a0", "\"\u00a0\""},
+		{"tab\there", `"tab\there"`},
+	}
+	for _, tt := range tests {
+		if got := QuoteArg(tt.in); got != tt.want {
+			t.Errorf("QuoteArg(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 func FuzzQuoteArgRoundTrip(f *testing.F) {
 	f.Add("rl:{user 42}:tb")
 	f.Add("\x00\"'\\")
 	f.Add("")
+	f.Add("ü\u0085\xff")
 	f.Fuzz(func(t *testing.T, s string) {
-		got, err := SplitArgs(QuoteArg(s))
+		q := QuoteArg(s)
+		got, err := SplitArgs(q)
 		if err != nil || len(got) != 1 || got[0] != s {
 			t.Fatalf("SplitArgs(QuoteArg(%q)) = %q, %v", s, got, err)
+		}
+		// What a terminal shows: valid UTF-8 without control characters.
+		if !utf8.ValidString(q) {
+			t.Fatalf("QuoteArg(%q) = %q is not valid UTF-8", s, q)
+		}
+		for _, r := range q {
+			if unicode.IsControl(r) {
+				t.Fatalf("QuoteArg(%q) = %q holds the control character %U", s, q, r)
+			}
+		}
+		if utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) && !strings.ContainsAny(s, "\\\"") && !strings.Contains(q, s) {
+			t.Fatalf("QuoteArg(%q) = %q escapes valid UTF-8", s, q)
 		}
 	})
 }

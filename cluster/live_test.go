@@ -250,3 +250,28 @@ func TestSplitAndSpreadOnCluster(t *testing.T) {
 		t.Errorf("spread over the cluster: %+v", spread.Primaries)
 	}
 }
+
+// TestLoadTopologyACL: an ACL user that may run CLUSTER SLOTS but not
+// CLUSTER SHARDS still gets the topology (from CLUSTER SLOTS), on the real
+// cluster; one that may run neither gets the NOPERM error.
+func TestLoadTopologyACL(t *testing.T) {
+	c := redistest.Cluster(t)
+	ctx := testCtx(t)
+	open := func(rules ...string) redis.UniversalClient {
+		url := redistest.ACLUser(t, c, rules...)
+		opts, err := redis.ParseURL(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := redis.NewClient(opts)
+		t.Cleanup(func() { _ = cl.Close() })
+		return cl
+	}
+	top, err := LoadTopology(ctx, open("+cluster|slots"), false)
+	if err != nil || top.Source != "CLUSTER SLOTS" || len(top.Shards) != 3 || top.Uncovered() != 0 {
+		t.Fatalf("LoadTopology without +cluster|shards = %+v, %v; want the map from CLUSTER SLOTS", top, err)
+	}
+	if _, err := LoadTopology(ctx, open("+ping"), false); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("LoadTopology with neither = %v, want NOPERM", err)
+	}
+}

@@ -36,7 +36,7 @@ type Options struct {
 	Scripts  []Script // scripts to lint
 	// Template with From and To: how a key scheme spreads.
 	Template *Template
-	From, To int64
+	From, To uint64
 	// SplitKey into Into sub-keys, each with 1/Into of Rate (optional).
 	SplitKey string
 	Into     int
@@ -106,6 +106,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		err := ErrNotCluster // miniredis answers CLUSTER SHARDS but is no cluster
 		if opts.Server == nil || !opts.Server.Embedded {
 			t, err = LoadTopology(ctx, opts.Client, opts.TLS)
+			// An ACL user may not ask a server that said it is no
+			// cluster (INFO) for its slots: it has none to tell.
+			if opts.Server != nil && opts.Server.Mode == "standalone" && redisconn.Classify(err) == redisconn.NoPerm {
+				err = ErrNotCluster
+			}
 		}
 		switch {
 		case errors.Is(err, ErrNotCluster):
@@ -207,60 +212,96 @@ func notClusterNotice(s *redisconn.Server) string {
 	return fmt.Sprintf("%s is not a Redis Cluster (%s): slots are computed offline, without nodes", s.Addr, s.Mode)
 }
 
-// ReadKeys reads one key per line. A trailing "\r" is dropped (CRLF files);
-// empty lines are skipped; every other byte belongs to the key.
-func ReadKeys(r io.Reader) ([]string, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	var keys []string
-	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A long line: collect it in pieces.
-			buf := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				buf = append(buf, line...)
-			}
-			line = buf
+// Limits of the key and groups files (-f, --groups), which are streamed
+// line by line: a line longer than MaxLine (a /dev/zero, a file without
+// newlines) is refused when it reaches the limit, never buffered whole.
+const (
+	MaxLine = 1 << 20   // bytes in one line (1 MiB)
+	MaxKeys = 1_000_000 // keys in a key file, and keys in all groups of a groups file
+)
+
+// newLineScanner scans r line by line (a trailing "\r" dropped, for CRLF
+// files), refusing a line longer than MaxLine.
+func newLineScanner(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), MaxLine+2) // room for "\r\n"
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := bufio.ScanLines(data, atEOF)
+		if len(tok) > MaxLine {
+			return 0, nil, bufio.ErrTooLong
 		}
-		if len(line) > 0 {
-			s := strings.TrimSuffix(strings.TrimSuffix(string(line), "\n"), "\r")
-			if s != "" {
-				keys = append(keys, s)
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			return keys, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+		return adv, tok, err
+	})
+	return sc
+}
+
+// scanError names the line a scan stopped at.
+func scanError(err error, file string, line int) error {
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("%s:%d: line longer than %d MiB; write one key per line (is this a key list?)", file, line, MaxLine>>20)
 	}
+	return fmt.Errorf("%s:%d: %w", file, line, err)
+}
+
+// skipLine reports whether a line holds no key: blank (only white space)
+// or a comment, whose first non-blank character is #.
+func skipLine(line string) bool {
+	t := strings.TrimSpace(line)
+	return t == "" || t[0] == '#'
+}
+
+// ReadKeys reads one key per line from the file named file (for errors).
+// A trailing "\r" is dropped (CRLF files); blank lines and lines whose
+// first non-blank character is # are skipped; every other byte of a line
+// belongs to the key (leading and trailing spaces too). A key that starts
+// with # can be given as an argument, or quoted in a --groups file. Lines
+// may be at most MaxLine bytes and the file may hold at most MaxKeys keys.
+func ReadKeys(r io.Reader, file string) ([]string, error) {
+	sc := newLineScanner(r)
+	var keys []string
+	line := 0
+	for sc.Scan() {
+		line++
+		s := sc.Text()
+		if skipLine(s) {
+			continue
+		}
+		if len(keys) == MaxKeys {
+			return nil, fmt.Errorf("%s:%d: more than %d keys; check them in parts", file, line, MaxKeys)
+		}
+		keys = append(keys, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, scanError(err, file, line+1)
+	}
+	return keys, nil
 }
 
 // ReadGroups reads one group per line: keys separated by spaces, quoted
 // the way redis-cli reads them ("a b", 'x', "\xff") so keys may hold any
-// byte. Empty lines and lines starting with # are skipped.
+// byte. Blank lines and lines starting with # are skipped. Lines may be at
+// most MaxLine bytes and all groups together may hold at most MaxKeys keys.
 func ReadGroups(r io.Reader, file string) ([]Group, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	sc := newLineScanner(r)
 	var groups []Group
-	line := 0
+	line, total := 0, 0
 	for sc.Scan() {
 		line++
-		text := strings.TrimSuffix(sc.Text(), "\r")
-		trimmed := strings.TrimSpace(text)
-		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+		text := sc.Text()
+		if skipLine(text) {
 			continue
 		}
 		keys, err := SplitArgs(text)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", file, line, err)
 		}
+		if total += len(keys); total > MaxKeys {
+			return nil, fmt.Errorf("%s:%d: more than %d keys in the groups; check them in parts", file, line, MaxKeys)
+		}
 		groups = append(groups, Group{Keys: keys, File: file, Line: line})
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", file, err)
+		return nil, scanError(err, file, line+1)
 	}
 	return groups, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -21,8 +22,16 @@ type Template struct {
 	prefix, suffix string
 }
 
+// MaxTemplate bounds the length of a template in bytes: --range may
+// expand it MaxRange times, so its length is the cost of each key.
+const MaxTemplate = 1024
+
 // ParseTemplate reads a template with exactly one %d; %% is a literal %.
+// It may be at most MaxTemplate bytes long.
 func ParseTemplate(s string) (Template, error) {
+	if len(s) > MaxTemplate {
+		return Template{}, fmt.Errorf("template of %d bytes is longer than the limit of %d; a key scheme is a short pattern such as 'rl:{tenant:%%d}:tb'", len(s), MaxTemplate)
+	}
 	t := Template{raw: s}
 	var b strings.Builder
 	found := false
@@ -57,32 +66,40 @@ func ParseTemplate(s string) (Template, error) {
 }
 
 // Key returns the template's key for n.
-func (t Template) Key(n int64) string {
-	return t.prefix + strconv.FormatInt(n, 10) + t.suffix
+func (t Template) Key(n uint64) string {
+	return t.prefix + strconv.FormatUint(n, 10) + t.suffix
 }
 
 // String returns the template as written.
 func (t Template) String() string { return t.raw }
 
-// ParseRange reads "FROM-TO" (inclusive, non-negative, FROM <= TO, at most
-// MaxRange numbers) or a single number. TO may be as large as an int64
-// holds (9223372036854775807).
-func ParseRange(s string) (from, to int64, err error) {
+// ParseRange reads "FROM-TO" (inclusive, FROM <= TO, at most MaxRange
+// numbers) or a single number, in decimal. Both may be any unsigned 64-bit
+// integer, 0 to 18446744073709551615 (math.MaxUint64).
+func ParseRange(s string) (from, to uint64, err error) {
 	a, b, ok := strings.Cut(strings.TrimSpace(s), "-")
 	if !ok {
 		b = a
 	}
-	from, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
-	to, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
-	if err1 != nil || err2 != nil || from < 0 || to < 0 {
+	from, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 64)
+	to, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 64)
+	if err1 != nil || err2 != nil {
+		if errors.Is(err1, strconv.ErrRange) || errors.Is(err2, strconv.ErrRange) {
+			return 0, 0, fmt.Errorf("range %q: numbers may be at most %d", s, uint64(math.MaxUint64))
+		}
 		return 0, 0, fmt.Errorf("range %q is not FROM-TO with non-negative integers, e.g. 1-100000", s)
 	}
 	if from > to {
 		return 0, 0, fmt.Errorf("range %q runs backwards; write the smaller number first", s)
 	}
-	if to-from >= MaxRange { // no overflow: both are non-negative
+	if to-from >= MaxRange { // no overflow: to >= from
+		// to-from+1 overflows only for the whole range 0-MaxUint64
+		n := strconv.FormatUint(to-from+1, 10)
+		if to-from == math.MaxUint64 {
+			n = "18446744073709551616"
+		}
 		return 0, 0, fmt.Errorf("range %q has %s numbers, more than the limit of %d; use a sample of at most %d, e.g. %d-%d",
-			s, strconv.FormatUint(uint64(to-from)+1, 10), MaxRange, MaxRange, from, from+MaxRange-1)
+			s, n, MaxRange, MaxRange, from, from+MaxRange-1) // from+MaxRange-1 < to: no overflow
 	}
 	return from, to, nil
 }
@@ -90,8 +107,8 @@ func ParseRange(s string) (from, to int64, err error) {
 // Spread is how the keys of a template spread over slots and primaries.
 type Spread struct {
 	Template         string    `json:"template"`
-	From             int64     `json:"from"`
-	To               int64     `json:"to"`
+	From             uint64    `json:"from"`
+	To               uint64    `json:"to"`
 	Keys             int64     `json:"keys"`
 	SlotsUsed        int       `json:"slots_used"`
 	BusiestSlot      int       `json:"busiest_slot"`
@@ -115,7 +132,7 @@ type Primary struct {
 // SpreadOf computes the slot of every key of t over [from, to] and, with a
 // topology, the keys each primary gets. It cannot be stopped; Run uses
 // SpreadOfContext.
-func SpreadOf(t Template, from, to int64, top *Topology) Spread {
+func SpreadOf(t Template, from, to uint64, top *Topology) Spread {
 	sp, _ := SpreadOfContext(context.Background(), t, from, to, top)
 	return sp
 }
@@ -125,21 +142,24 @@ func SpreadOf(t Template, from, to int64, top *Topology) Spread {
 const spreadCheckEvery = 1 << 16
 
 // SpreadOfContext is SpreadOf that stops with ctx's error when ctx ends.
-// from and to must satisfy 0 <= from <= to (ParseRange); to may be the
-// largest int64.
-func SpreadOfContext(ctx context.Context, t Template, from, to int64, top *Topology) (Spread, error) {
+// from and to must satisfy from <= to (ParseRange also bounds to-from by
+// MaxRange); to may be the largest uint64.
+func SpreadOfContext(ctx context.Context, t Template, from, to uint64, top *Topology) (Spread, error) {
+	if from > to || to-from >= math.MaxInt64 { // Keys is an int64
+		return Spread{}, fmt.Errorf("range %d-%d runs backwards or has more than %d numbers", from, to, int64(math.MaxInt64))
+	}
 	var counts [Slots]int64
-	sp := Spread{Template: t.String(), From: from, To: to, Keys: to - from + 1, Warnings: []string{}}
+	sp := Spread{Template: t.String(), From: from, To: to, Keys: int64(to-from) + 1, Warnings: []string{}}
 	firstTag, tagged, sameTag := "", 0, true
 	// Count with i, not n: n <= to is always true when to is the largest
-	// int64, and n++ would wrap.
+	// uint64, and n++ would wrap.
 	for i := int64(0); i < sp.Keys; i++ {
 		if i%spreadCheckEvery == spreadCheckEvery-1 {
 			if err := ctx.Err(); err != nil {
 				return Spread{}, err
 			}
 		}
-		n := from + i
+		n := from + uint64(i)
 		k := t.Key(n)
 		tag, ok := Tag(k)
 		h := k
@@ -348,6 +368,24 @@ func pickSubKeys(key string, n int, top *Topology, nodes []string, off int, cons
 		subs = append(subs, SubKey{Key: k, Tag: Hashed(k), Slot: s, Node: node})
 	}
 	return subs, len(subs) == n
+}
+
+// Bounds of the total rate of a split key (--rate), in requests per
+// second: beyond them the shares printed per sub-key are meaningless (an
+// overflow to Inf, or hundreds of digits).
+const (
+	MinRatePerSecond = 1e-9 // about one request in 32 years
+	MaxRatePerSecond = 1e9  // the token bucket script's ceiling, far beyond any cluster
+)
+
+// CheckRate refuses a --rate outside MinRatePerSecond..MaxRatePerSecond.
+func CheckRate(r rate.Rate) error {
+	ps := r.PerSecond()
+	if math.IsNaN(ps) || math.IsInf(ps, 0) || ps > MaxRatePerSecond || ps < MinRatePerSecond {
+		return fmt.Errorf("--rate of %s requests per second is out of bounds; give a rate from %g/s to %g/s",
+			strconv.FormatFloat(ps, 'g', 4, 64), MinRatePerSecond, MaxRatePerSecond)
+	}
+	return nil
 }
 
 // SetRate records the total rate and gives each sub-key its 1/N share.

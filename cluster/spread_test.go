@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -47,7 +48,7 @@ func TestParseTemplate(t *testing.T) {
 func TestParseRange(t *testing.T) {
 	tests := []struct {
 		in       string
-		from, to int64
+		from, to uint64
 		ok       bool
 	}{
 		{"1-100000", 1, 100000, true},
@@ -65,7 +66,20 @@ func TestParseRange(t *testing.T) {
 		{"9223372036854775806-9223372036854775807", 9223372036854775806, 9223372036854775807, true},
 		{"9223372036854775807", 9223372036854775807, 9223372036854775807, true},
 		{"0-9223372036854775807", 0, 0, false},
-		{"9223372036854775808", 0, 0, false},
+		{"9223372036854775808", 9223372036854775808, 9223372036854775808, true},
+		{"18446744073709551610-18446744073709551615", 18446744073709551610, 18446744073709551615, true},
+		{"18446744073709551615", math.MaxUint64, math.MaxUint64, true},
+		{"18446744073709551615-18446744073709551615", math.MaxUint64, math.MaxUint64, true},
+		{"18446744073699551616-18446744073709551615", 18446744073699551616, math.MaxUint64, true}, // MaxRange numbers
+		{"18446744073699551615-18446744073709551615", 0, 0, false},                                // MaxRange+1 numbers
+		{"0-18446744073709551615", 0, 0, false},
+		{"18446744073709551616", 0, 0, false},
+		{"1-18446744073709551616", 0, 0, false},
+		{"+1-5", 0, 0, false},
+		{"0x10", 0, 0, false},
+		{"1_000", 0, 0, false},
+		{"-1-5", 0, 0, false},
+		{"5-1", 0, 0, false},
 	}
 	for _, tt := range tests {
 		from, to, err := ParseRange(tt.in)
@@ -73,16 +87,22 @@ func TestParseRange(t *testing.T) {
 			t.Errorf("ParseRange(%q) = %d, %d, %v; want %d, %d, ok %v", tt.in, from, to, err, tt.from, tt.to, tt.ok)
 		}
 	}
-	// The error says what the limit is.
-	_, _, err := ParseRange("0-9223372036854775807")
-	if err == nil || !strings.Contains(err.Error(), "9223372036854775808 numbers, more than the limit of 10000000") {
-		t.Errorf("ParseRange(0-MaxInt64) error = %v, want one naming the count and the limit", err)
+	// The error says what the limit is, also for the whole uint64 range,
+	// whose count does not fit in a uint64.
+	for in, want := range map[string]string{
+		"0-9223372036854775807":  "9223372036854775808 numbers, more than the limit of 10000000",
+		"0-18446744073709551615": "18446744073709551616 numbers, more than the limit of 10000000; use a sample of at most 10000000, e.g. 0-9999999",
+		"18446744073709551616":   "numbers may be at most 18446744073709551615",
+	} {
+		if _, _, err := ParseRange(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseRange(%s) error = %v, want one containing %q", in, err, want)
+		}
 	}
 }
 
 // spreadWithin runs SpreadOfContext and fails the test when it does not
 // return within d (a loop that never ends would hang the test otherwise).
-func spreadWithin(t *testing.T, d time.Duration, ctx context.Context, tpl Template, from, to int64) (Spread, error) {
+func spreadWithin(t *testing.T, d time.Duration, ctx context.Context, tpl Template, from, to uint64) (Spread, error) {
 	t.Helper()
 	type result struct {
 		sp  Spread
@@ -102,17 +122,21 @@ func spreadWithin(t *testing.T, d time.Duration, ctx context.Context, tpl Templa
 	}
 }
 
-// TestSpreadAtInt64Max: ranges ending at the largest int64 end (a loop
-// counting n++ up to it would wrap and never stop).
+// TestSpreadAtInt64Max: ranges ending at the largest int64 and uint64 end
+// (a loop counting n++ up to it would wrap and never stop).
 func TestSpreadAtInt64Max(t *testing.T) {
 	tpl, _ := ParseTemplate("rl:{tenant:%d}:tb")
 	tests := []struct {
-		from, to int64
+		from, to uint64
 		keys     int64
 	}{
 		{math.MaxInt64, math.MaxInt64, 1},
 		{math.MaxInt64 - 1, math.MaxInt64, 2},
 		{math.MaxInt64 - 999, math.MaxInt64, 1000},
+		{math.MaxInt64, math.MaxInt64 + 1, 2},
+		{math.MaxUint64, math.MaxUint64, 1},
+		{math.MaxUint64 - 5, math.MaxUint64, 6},
+		{math.MaxUint64 - 999, math.MaxUint64, 1000},
 	}
 	for _, tt := range tests {
 		sp, err := spreadWithin(t, 10*time.Second, context.Background(), tpl, tt.from, tt.to)
@@ -188,7 +212,7 @@ func TestSpreadOf(t *testing.T) {
 	}
 	// Recount one slot by brute force.
 	var n int64
-	for i := int64(1); i <= 100000; i++ {
+	for i := uint64(1); i <= 100000; i++ {
 		if Slot(tpl.Key(i)) == sp.BusiestSlot {
 			n++
 		}
@@ -285,4 +309,50 @@ func TestProposeSplit(t *testing.T) {
 			t.Errorf("ProposeSplit(k, %d) accepted", n)
 		}
 	}
+}
+
+// FuzzRange: ParseRange never panics, accepts only FROM <= TO with at most
+// MaxRange numbers, reads back what it prints, and errors fit on one line.
+func FuzzRange(f *testing.F) {
+	for _, s := range []string{"1-100000", "5", " 3 - 9 ", "18446744073709551610-18446744073709551615",
+		"0-18446744073709551615", "18446744073709551616", "9-3", "-", "1--2", "+1-2", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		from, to, err := ParseRange(s)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") && !strings.Contains(s, "\n") {
+				t.Fatalf("ParseRange(%q) error has several lines: %q", s, err)
+			}
+			return
+		}
+		if from > to || to-from >= MaxRange {
+			t.Fatalf("ParseRange(%q) = %d-%d", s, from, to)
+		}
+		f2, t2, err := ParseRange(fmt.Sprintf("%d-%d", from, to))
+		if err != nil || f2 != from || t2 != to {
+			t.Fatalf("ParseRange(%d-%d) = %d-%d, %v", from, to, f2, t2, err)
+		}
+	})
+}
+
+// FuzzTemplate: ParseTemplate never panics, and a template it accepts
+// puts the number where %d was.
+func FuzzTemplate(f *testing.F) {
+	for _, s := range []string{"rl:{tenant:%d}:tb", "%d", "a%%b%d", "%", "%d%d", "%x"} {
+		f.Add(s, uint64(7))
+	}
+	f.Fuzz(func(t *testing.T, s string, n uint64) {
+		tpl, err := ParseTemplate(s)
+		if err != nil || strings.Contains(s, "\x00") {
+			return
+		}
+		if len(s) > MaxTemplate {
+			t.Fatalf("ParseTemplate accepted %d bytes", len(s))
+		}
+		want := strings.Replace(strings.ReplaceAll(strings.ReplaceAll(s, "%%", "\x00"), "%d", strconv.FormatUint(n, 10)), "\x00", "%", -1)
+		if got := tpl.Key(n); got != want {
+			t.Fatalf("ParseTemplate(%q).Key(%d) = %q, want %q", s, n, got, want)
+		}
+	})
 }

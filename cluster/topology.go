@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
 
 // ErrNotCluster means the server answered but has cluster support disabled.
@@ -95,7 +97,10 @@ func LoadTopology(ctx context.Context, c redis.UniversalClient, tls bool) (*Topo
 	if isClusterDisabled(err) {
 		return nil, ErrNotCluster
 	}
-	if !isUnknownCommand(err) {
+	// CLUSTER SLOTS is enough (and what a cluster client needs anyway):
+	// fall back to it on servers that do not know SHARDS and for ACL users
+	// that may not run it.
+	if !isUnknownCommand(err) && redisconn.Classify(err) != redisconn.NoPerm {
 		return nil, fmt.Errorf("cluster shards: %w", err)
 	}
 	slots, err := c.ClusterSlots(ctx).Result()

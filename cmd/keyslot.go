@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/redisconn"
 	"github.com/ratelimit-dev/ratelimit/report"
+	"github.com/ratelimit-dev/ratelimit/userfile"
 )
 
 type keyslotOptions struct {
@@ -32,7 +34,9 @@ type keyslotOptions struct {
 	Split    string
 	SplitSet bool
 	Into     int
+	IntoSet  bool
 	Rate     rate.Rate
+	RateSet  bool
 }
 
 func newKeyslotCmd(f *Factory, run func(*keyslotOptions) error) *cobra.Command {
@@ -49,10 +53,28 @@ also shows the primary and replicas serving each slot, and --verify asks the
 server's CLUSTER KEYSLOT for every key.
 
 --range takes at most 10000000 numbers (about a second of work); FROM and TO
-may be any non-negative 64-bit integers.
+may be any unsigned 64-bit integers, 0 to 18446744073709551615. --template
+may be at most 1024 bytes; --rate from 1e-09/s to 1e+09/s.
+
+-f FILE holds one key per line (a trailing CR is dropped); blank lines and
+lines whose first non-blank character is # are skipped, so a key that
+starts with # goes on the command line or, quoted, in --groups. --groups
+FILE holds one group per line, keys separated by spaces with redis-cli
+quoting; blank and # lines are skipped too. Both are read line by line: a
+line may be at most 1 MiB, a file at most 1000000 keys and 256 MiB. Files
+(-f, --groups, --script) must be regular files (- is stdin for -f and
+--groups); a script may be at most 1 MiB.
+
+Keys are shown as they are, UTF-8 included; control bytes (C0, DEL, C1)
+and bytes that are not UTF-8 are shown as \xHH in double quotes.
+
+With --redis the ACL user needs +ping +info +cluster|slots (the topology;
+CLUSTER SHARDS is used when allowed) and, for --verify, +cluster|keyslot;
+no key is read or written.
 
 Exit 1 on a CROSSSLOT risk, a lint finding or a --verify mismatch; exit 2 on bad
-input (a missing file, a malformed or too large --range, an empty key list).
+input (a missing file, a malformed or too large --range, an empty key list);
+exit 3 when the server cannot be reached or its ACL refuses a command.
 
 Output (-o): text, json (save it for 'ratelimit report'), markdown
 (GitHub-flavoured tables for "$GITHUB_STEP_SUMMARY"), junit (one testcase per
@@ -77,6 +99,8 @@ group and per linted script) or github (workflow annotations).`,
 			opts.ctx = c.Context()
 			opts.Args = args
 			opts.SplitSet = c.Flags().Changed("split")
+			opts.IntoSet = c.Flags().Changed("into")
+			opts.RateSet = c.Flags().Changed("rate")
 			if run != nil {
 				return run(opts)
 			}
@@ -84,16 +108,16 @@ group and per linted script) or github (workflow annotations).`,
 		},
 	}
 	fl := c.Flags()
-	fl.StringVarP(&opts.File, "file", "f", "", "read keys from FILE, one per line (- for stdin)")
+	fl.StringVarP(&opts.File, "file", "f", "", "read keys from FILE, one per line, blank and # lines skipped (- for stdin)")
 	fl.BoolVar(&opts.Verify, "verify", false, "ask the cluster's CLUSTER KEYSLOT for every key; exit 1 on any difference")
 	fl.BoolVar(&opts.SameSlot, "same-slot", false, "the keys are used together (one script call or MULTI) and must share a slot")
 	fl.StringVar(&opts.Groups, "groups", "", "FILE of key groups, one per line, keys separated by spaces (redis-cli quoting)")
 	fl.StringArrayVar(&opts.Scripts, "script", nil, "lint Lua FILE (repeatable; with --script, arguments are more script files)")
-	fl.StringVar(&opts.Template, "template", "", "key scheme with one %d, e.g. 'rl:{tenant:%d}:tb' (with --range)")
+	fl.StringVar(&opts.Template, "template", "", "key scheme with one %d, at most 1024 bytes, e.g. 'rl:{tenant:%d}:tb' (with --range)")
 	fl.StringVar(&opts.Range, "range", "", "numbers for --template, FROM-TO (at most 10000000 of them), e.g. 1-100000")
 	fl.StringVar(&opts.Split, "split", "", "propose sub-keys spreading this hot KEY over slots (with --into)")
 	fl.IntVar(&opts.Into, "into", 0, "number of sub-keys for --split (2 to 1024)")
-	fl.Var(&opts.Rate, "rate", "total rate of the split key; each sub-key gets 1/N (with --split)")
+	fl.Var(&opts.Rate, "rate", "total rate of the split key, 1e-09/s to 1e+09/s; each sub-key gets 1/N (with --split)")
 	return c
 }
 
@@ -125,7 +149,7 @@ func runKeyslot(opts *keyslotOptions) error {
 		return exitcode.Usagef("--verify needs a Redis Cluster and %s is not one; pass --redis URL of a cluster node, e.g. from 'ratelimit sandbox --cluster'", what)
 	}
 	if err != nil {
-		return fmt.Errorf("keyslot: %w", err)
+		return serverError(err)
 	}
 	if res.Notice != "" && format != "text" {
 		fmt.Fprintln(f.IO.ErrOut, "notice: "+res.Notice)
@@ -153,14 +177,14 @@ func (opts *keyslotOptions) input() (cluster.Options, error) {
 		return in, exitcode.Usagef("-f - and --groups - cannot both read stdin")
 	}
 	if opts.File != "" {
-		r, closeFn, err := opts.open(opts.File, "keys")
+		r, closeFn, err := opts.open(opts.File, "keys file")
 		if err != nil {
 			return in, err
 		}
-		fileKeys, err := cluster.ReadKeys(r)
+		fileKeys, err := cluster.ReadKeys(r, displayName(opts.File))
 		closeFn()
 		if err != nil {
-			return in, exitcode.Usagef("read keys from %s: %v", opts.File, err)
+			return in, exitcode.Usagef("read keys: %v", err)
 		}
 		if len(fileKeys) == 0 {
 			return in, exitcode.Usagef("no keys in %s; write one key per line", opts.File)
@@ -181,11 +205,11 @@ func (opts *keyslotOptions) input() (cluster.Options, error) {
 		in.Verify = true
 	}
 	if opts.Groups != "" {
-		r, closeFn, err := opts.open(opts.Groups, "groups")
+		r, closeFn, err := opts.open(opts.Groups, "groups file")
 		if err != nil {
 			return in, err
 		}
-		groups, err := cluster.ReadGroups(r, opts.Groups)
+		groups, err := cluster.ReadGroups(r, displayName(opts.Groups))
 		closeFn()
 		if err != nil {
 			return in, exitcode.Usagef("read groups: %v", err)
@@ -196,9 +220,9 @@ func (opts *keyslotOptions) input() (cluster.Options, error) {
 		in.Groups = groups
 	}
 	for _, s := range scripts {
-		src, err := os.ReadFile(s)
+		src, err := userfile.Read(s, "script", userfile.MaxScript)
 		if err != nil {
-			return in, exitcode.Usagef("read script %s: %v", s, fileErr(err))
+			return in, err
 		}
 		in.Scripts = append(in.Scripts, cluster.Script{File: s, Src: src})
 	}
@@ -216,15 +240,23 @@ func (opts *keyslotOptions) input() (cluster.Options, error) {
 		}
 		in.Template, in.From, in.To = &tpl, from, to
 	}
-	if opts.SplitSet != (opts.Into != 0) {
+	if opts.SplitSet != opts.IntoSet {
 		return in, exitcode.Usagef("--split KEY and --into N go together, e.g. --split 'rl:{tenant:7}:tb' --into 4")
 	}
-	if !opts.Rate.IsZero() && !opts.SplitSet {
+	if opts.RateSet && !opts.SplitSet {
 		return in, exitcode.Usagef("--rate is the total rate of the key given with --split")
 	}
 	if opts.SplitSet {
+		if opts.Split == "" {
+			return in, exitcode.Usagef("--split needs the hot KEY, e.g. --split 'rl:{tenant:7}:tb' --into 4")
+		}
 		if opts.Into < 2 || opts.Into > cluster.MaxSplit {
 			return in, exitcode.Usagef("--into %d: %v", opts.Into, cluster.ErrSplitRange)
+		}
+		if opts.RateSet {
+			if err := cluster.CheckRate(opts.Rate); err != nil {
+				return in, exitcode.UsageError(err)
+			}
 		}
 		in.SplitKey, in.Into, in.Rate = opts.Split, opts.Into, opts.Rate
 	}
@@ -237,16 +269,39 @@ func (opts *keyslotOptions) input() (cluster.Options, error) {
 	return in, nil
 }
 
-// open opens name for reading, "-" being stdin.
+// open opens name for reading, "-" being stdin: a regular file only
+// (never a FIFO or a device such as /dev/zero), and never more than
+// userfile.MaxDocument bytes, so a stream that never ends stops there.
 func (opts *keyslotOptions) open(name, what string) (io.Reader, func(), error) {
 	if name == "-" {
-		return opts.f.IO.In, func() {}, nil
+		return userfile.Limit(opts.f.IO.In, what+" on stdin", userfile.MaxDocument), func() {}, nil
 	}
-	fh, err := os.Open(name)
+	fh, err := userfile.Open(name, what)
 	if err != nil {
-		return nil, nil, exitcode.Usagef("open %s file %s: %v", what, name, fileErr(err))
+		return nil, nil, err
 	}
-	return fh, func() { _ = fh.Close() }, nil
+	return userfile.Limit(fh, what+" "+name, userfile.MaxDocument), func() { _ = fh.Close() }, nil
+}
+
+// displayName is how errors name a file given as name ("-" is stdin).
+func displayName(name string) string {
+	if name == "-" {
+		return "stdin"
+	}
+	return name
+}
+
+// serverError turns an error of the server during the run into the exit
+// code a user reads: unreachable, ACL (NOPERM, naming the rule to add)
+// and BUSY are exit 3 (redisconn.Wrap), as is any other error reply (the
+// server would not answer); a cancelled run keeps context.Canceled.
+func serverError(err error) error {
+	wrapped := redisconn.Wrap("keyslot", err)
+	var rerr redis.Error
+	if exitcode.Code(wrapped) == exitcode.Internal && errors.As(err, &rerr) {
+		return exitcode.UnreachableError(fmt.Errorf("keyslot: the server refused: %w", err))
+	}
+	return wrapped
 }
 
 // fileErr drops the path that os errors repeat.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,7 +99,7 @@ func TestKeyslotOffline(t *testing.T) {
 			out: []string{"50 keys on 1 of 16384 slots", "warning: every key has the hash tag {tenant}"}},
 		{name: "split", args: []string{"--split", "rl:{t:7}:tb", "--into", "3", "--rate", "30/s", "-o", "json"}, code: 0,
 			out: []string{`"rate": "10/s"`, `"share": "1/3"`}},
-		{name: "missing file", args: []string{"-f", "/nonexistent/keys.txt"}, code: 2, errOut: "open keys file /nonexistent/keys.txt: no such file"},
+		{name: "missing file", args: []string{"-f", "/nonexistent/keys.txt"}, code: 2, errOut: "keys file: open /nonexistent/keys.txt: no such file"},
 		{name: "missing groups", args: []string{"--groups", "/nonexistent/g"}, code: 2, errOut: "no such file"},
 		{name: "missing script", args: []string{"--script", "/nonexistent/x.lua"}, code: 2, errOut: "read script"},
 		{name: "empty key list", args: []string{"-f", empty}, code: 2, errOut: "no keys in"},
@@ -256,5 +258,177 @@ func TestKeyslotHelpNamesRangeLimit(t *testing.T) {
 	limit := strconv.Itoa(cluster.MaxRange)
 	if !strings.Contains(c.Long, "at most "+limit+" numbers") || !strings.Contains(c.Flags().Lookup("range").Usage, "at most "+limit) {
 		t.Errorf("keyslot help does not name the --range limit %s", limit)
+	}
+}
+
+// TestKeyslotFiles: files that never end or block (/dev/zero, a FIFO, a
+// directory) are refused before reading, a single line longer than 1 MiB
+// (100 MiB of NUL bytes in a sparse file, or on stdin) is refused naming
+// its line, and blank and # lines of a key file are skipped.
+func TestKeyslotFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.txt")
+	if err := os.WriteFile(huge, []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, 100<<20); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	commented := writeFile(t, "keys.txt", "# keys of the tenant scheme\n\nrl:{user:42}:tb\n   \n  # indented comment\r\nfoo{hash_tag}\r\n")
+	tests := []struct {
+		name   string
+		args   []string
+		stdin  io.Reader
+		code   int
+		errOut string
+		out    []string
+	}{
+		{name: "keys from /dev/zero", args: []string{"-f", "/dev/zero"}, code: 2, errOut: "/dev/zero is a character device, not a regular file"},
+		{name: "keys from a fifo", args: []string{"-f", fifo}, code: 2, errOut: "is a FIFO, not a regular file"},
+		{name: "keys from a directory", args: []string{"-f", dir}, code: 2, errOut: "is a directory"},
+		{name: "groups from /dev/zero", args: []string{"--groups", "/dev/zero"}, code: 2, errOut: "is a character device"},
+		{name: "groups from a fifo", args: []string{"--groups", fifo}, code: 2, errOut: "is a FIFO"},
+		{name: "script /dev/zero", args: []string{"--script", "/dev/zero"}, code: 2, errOut: "is a character device"},
+		{name: "script fifo", args: []string{"--script", fifo}, code: 2, errOut: "is a FIFO"},
+		{name: "script argument fifo", args: []string{"--script", writeFile(t, "ok.lua", "return 1"), fifo}, code: 2, errOut: "is a FIFO"},
+		{name: "script over 1 MiB", args: []string{"--script", huge}, code: 2, errOut: "more than the 1 MiB ceiling"},
+		{name: "100 MiB line in a key file", args: []string{"-f", huge}, code: 2, errOut: huge + ":2: line longer than 1 MiB"},
+		{name: "100 MiB line in a groups file", args: []string{"--groups", huge}, code: 2, errOut: huge + ":2: line longer than 1 MiB"},
+		{name: "100 MiB line on stdin", args: []string{"-f", "-"}, stdin: io.LimitReader(zeroReader{}, 100<<20), code: 2, errOut: "stdin:1: line longer than 1 MiB"},
+		{name: "endless stdin", args: []string{"--groups", "-"}, stdin: zeroReader{}, code: 2, errOut: "stdin:1: line longer than 1 MiB"},
+		{name: "comments and blank lines skipped", args: []string{"-f", commented, "-o", "json"}, code: 0,
+			out: []string{`"key": "rl:{user:42}:tb"`, `"key": "foo{hash_tag}"`}},
+		{name: "only comments", args: []string{"-f", writeFile(t, "c.txt", "# nothing\n\n")}, code: 2, errOut: "no keys in"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tf := newTestFactory(t)
+			tf.IO.In = tt.stdin
+			if tt.stdin == nil {
+				tf.IO.In = strings.NewReader("")
+			}
+			code := tf.execute(t, append([]string{"keyslot"}, tt.args...)...)
+			stderr := tf.ErrOut.String()
+			if code != tt.code || !strings.Contains(stderr, tt.errOut) || tt.code != 0 && strings.Count(stderr, "\n") != 1 {
+				t.Fatalf("exit %d, stderr %q; want exit %d and one line with %q", code, stderr, tt.code, tt.errOut)
+			}
+			for _, s := range tt.out {
+				if !strings.Contains(tf.Out.String(), s) {
+					t.Errorf("stdout lacks %q:\n%s", s, tf.Out.String())
+				}
+			}
+			if tt.code == 0 {
+				if res := decodeKeyslot(t, tf.Out.String()); len(res.Keys) != 2 {
+					t.Errorf("%d keys, want 2 (comments and blank lines are no keys): %+v", len(res.Keys), res.Keys)
+				}
+			}
+		})
+	}
+}
+
+// zeroReader is an endless stream of NUL bytes, as /dev/zero is.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestKeyslotFlagBounds: every numeric flag is checked, over the whole
+// range it promises and not beyond.
+func TestKeyslotFlagBounds(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		errOut string
+		out    string
+	}{
+		{"range at the top of uint64", []string{"--template", "a:%d", "--range", "18446744073709551610-18446744073709551615", "-o", "json"}, 0, "", `"to": 18446744073709551615`},
+		{"one number at the top of uint64", []string{"--template", "a:%d", "--range", "18446744073709551615"}, 0, "", "1 keys on 1 of 16384 slots"},
+		{"range past uint64", []string{"--template", "a:%d", "--range", "18446744073709551615-18446744073709551616"}, 2, "at most 18446744073709551615", ""},
+		{"whole uint64 range", []string{"--template", "a:%d", "--range", "0-18446744073709551615"}, 2, "18446744073709551616 numbers, more than the limit", ""},
+		{"reversed range", []string{"--template", "a:%d", "--range", "18446744073709551615-0"}, 2, "backwards", ""},
+		{"negative range", []string{"--template", "a:%d", "--range", "-5-3"}, 2, "non-negative", ""},
+		{"template too long", []string{"--template", strings.Repeat("k", 1025) + "%d", "--range", "1-2"}, 2, "longer than the limit of 1024", ""},
+		{"rate overflowing to Inf", []string{"--split", "k", "--into", "4", "--rate", "1e308/ns"}, 2, "--rate of +Inf requests per second is out of bounds", ""},
+		{"rate over the ceiling", []string{"--split", "k", "--into", "4", "--rate", "2e9/s"}, 2, "from 1e-09/s to 1e+09/s", ""},
+		{"rate under the floor", []string{"--split", "k", "--into", "4", "--rate", "1e-12/s"}, 2, "from 1e-09/s to 1e+09/s", ""},
+		{"rate at the ceiling", []string{"--split", "k", "--into", "4", "--rate", "1e9/s", "-o", "json"}, 0, "", `"rate": "2.5e+08/s"`},
+		{"rate zero", []string{"--split", "k", "--into", "4", "--rate", "0/s"}, 2, "greater than 0", ""},
+		{"rate without split", []string{"--rate", "10/s", "k"}, 2, "--rate is the total rate", ""},
+		{"into 0", []string{"--split", "k", "--into", "0"}, 2, "--into 0: --into must be from 2 to 1024", ""},
+		{"into negative", []string{"--split", "k", "--into", "-4"}, 2, "from 2 to 1024", ""},
+		{"into 1025", []string{"--split", "k", "--into", "1025"}, 2, "from 2 to 1024", ""},
+		{"into huge", []string{"--split", "k", "--into", "99999999999999999999"}, 2, "invalid argument", ""},
+		{"into without split", []string{"--into", "0", "k"}, 2, "go together", ""},
+		{"split empty key", []string{"--split", "", "--into", "2"}, 2, "--split needs the hot KEY", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tf := newTestFactory(t)
+			code := tf.execute(t, append([]string{"keyslot"}, tt.args...)...)
+			stderr := tf.ErrOut.String()
+			if code != tt.code || !strings.Contains(stderr, tt.errOut) || tt.code != 0 && strings.Count(stderr, "\n") != 1 {
+				t.Fatalf("exit %d, stderr %q; want exit %d and one line with %q", code, stderr, tt.code, tt.errOut)
+			}
+			if !strings.Contains(tf.Out.String(), tt.out) {
+				t.Errorf("stdout lacks %q:\n%s", tt.out, tf.Out.String())
+			}
+		})
+	}
+}
+
+// TestKeyslotShowsUTF8: keys in valid UTF-8 are shown as they are; control
+// bytes (an ANSI escape, a C1 control) and invalid bytes are escaped.
+func TestKeyslotShowsUTF8(t *testing.T) {
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "keyslot", "rl:{über}:tb", "日本", "\x1b[31mred", "nel\u0085", "bad\xff"); code != exitcode.OK {
+		t.Fatalf("exit %d, stderr %q", code, tf.ErrOut.String())
+	}
+	out := tf.Out.String()
+	for _, want := range []string{"rl:{über}:tb", "日本", `"\x1b[31mred"`, `"nel\xc2\x85"`, `"bad\xff"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{`\xc3\xbc`, "\x1b", "\u0085", "\xff"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("output holds %q:\n%s", bad, out)
+		}
+	}
+}
+
+// TestKeyslotACL: with --redis on a real cluster, an ACL user allowed
+// only +ping +info +cluster|slots +cluster|keyslot gets the topology and
+// --verify; without +cluster|keyslot, --verify exits 3 naming the rule.
+// On a real standalone server +ping +info are enough for the notice.
+func TestKeyslotACL(t *testing.T) {
+	c := redistest.Cluster(t)
+	rules := []string{"+ping", "+info", "+cluster|slots", "+cluster|keyslot"}
+	tf := newTestFactory(t)
+	url := redistest.ACLUser(t, c, rules...)
+	if code := tf.execute(t, "keyslot", "--redis", url, "--verify", "-o", "json", "rl:{user:42}:tb", "a"); code != exitcode.OK {
+		t.Fatalf("minimal ACL: exit %d, stderr %q", code, tf.ErrOut.String())
+	}
+	res := decodeKeyslot(t, tf.Out.String())
+	if res.Topology == nil || len(res.Topology.Shards) != 3 || res.Verify == nil || res.Verify.Mismatches != 0 || res.Keys[0].Node == "" {
+		t.Errorf("minimal ACL: topology %+v verify %+v keys %+v", res.Topology, res.Verify, res.Keys)
+	}
+	tf = newTestFactory(t)
+	url = redistest.ACLUser(t, c, rules[:3]...)
+	code := tf.execute(t, "keyslot", "--redis", url, "--verify", "a")
+	stderr := tf.ErrOut.String()
+	if code != exitcode.Unreachable || !strings.Contains(stderr, "add +cluster|keyslot") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("without +cluster|keyslot: exit %d, stderr %q; want exit 3 naming +cluster|keyslot", code, stderr)
+	}
+	t.Logf("without +cluster|keyslot: %s", strings.TrimSpace(stderr))
+
+	s := redistest.Standalone(t)
+	tf = newTestFactory(t)
+	url = redistest.ACLUser(t, s, "+ping", "+info")
+	if code := tf.execute(t, "keyslot", "--redis", url, "a"); code != exitcode.OK || !strings.Contains(tf.Out.String(), "is not a Redis Cluster") {
+		t.Errorf("standalone, +ping +info: exit %d, stderr %q, stdout %q", code, tf.ErrOut.String(), tf.Out.String())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/race"
 	"github.com/ratelimit-dev/ratelimit/report"
@@ -56,7 +57,9 @@ limit, {uuid} a fresh UUID for every call (for sliding-window request ids)
 and {now_ms} the client's Unix time in ms; any other {name} is an error. The
 first element of the reply is the decision: 1 allowed, 0 refused. Keep the
 script's state in KEYS[1]: only that key is deleted afterwards. With
---strategies none only your script is raced.
+--strategies none only your script is raced. The file must be a regular
+file of at most 1 MiB and not empty. 'ratelimit scripts --export DIR'
+writes the embedded scripts; their ARGV are in each file's header.
 
 Each strategy and trial uses its own key race:{<run id>}:<strategy>:<trial>
 (one hash tag per run, so on a cluster all keys live in one slot); every key
@@ -66,13 +69,25 @@ hour, so the keys of a killed run expire (the script strategy's bucket
 refills fully in just under an hour, and the script sets its TTL to that).
 
 Exit 1 when a strategy that must be atomic (watch, incr, script, --script)
-admitted more than the limit in any trial. When naive did not over-admit, a
+admitted more than the limit in any trial (over-admission), or when one that
+must be exact (incr, script, --script) admitted fewer than the limit (or
+--concurrency, if lower) on its fresh key (under-admission: a script that
+refuses everything, or reads the wrong ARGV, fails here). watch may admit
+fewer under contention, as a request gives up after --watch-attempts
+conflicts: that is a note, not a failure. When naive did not over-admit, a
 note says the race was not reproduced at this concurrency (not a failure).
 Exit 2 when the server's maxclients or the open-file limit cannot take
---concurrency connections (the message says how to raise them), or when
---script fails on every call. Exit 3 when Redis cannot be reached or stops
-answering during the run (connection refused or reset, timeouts), or
-refuses every call of a strategy (maxmemory, ACL, a replica).
+--concurrency connections (the message says how to raise them), when
+--script is empty, not a regular file or over 1 MiB, or fails on every
+call. Exit 3 when Redis cannot be reached or stops answering during the run
+(connection refused or reset, timeouts), when its ACL refuses a command or
+key (the message names the rule to add), or when it refuses every call of a
+strategy (maxmemory, a replica).
+
+Minimal ACL for the default strategies (what they, their clean-up and the
+built-in Lua script send; on a cluster add ` + strings.Join(race.ClusterACL, " ") + `, and for
+--script what your script calls; +config|get is optional):
+  ` + strings.Join(race.ACL(), " ") + `
 
 JSON (-o json, or --out FILE for 'ratelimit report'): kind "race", version 1,
 server, run_id, keys, node (cluster), concurrency, limit, trials,
@@ -92,11 +107,12 @@ a <failure>).`,
   # 10000 goroutines, as a CI gate with a JSON report
   ratelimit race --concurrency 10000 --limit 100 -o json --out race.json
 
-  # your own sliding-window script (ARGV: window ms, limit, request id)
-  ratelimit race --script sliding.lua --args "60000 {limit} {uuid}"
+  # the embedded sliding-window script (ARGV: window ms, limit, request id),
+  # written by 'ratelimit scripts --export .'
+  ratelimit race --script sliding_window.lua --args "60000 {limit} {uuid}"
 
-  # only your script, against the naive strategy
-  ratelimit race --strategies naive --script limiter.lua --args "{limit} 1"`,
+  # only the fixed-window script (ARGV: window ms, limit), against naive
+  ratelimit race --strategies naive --script fixed_window.lua --args "60000 {limit}"`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.ctx = c.Context()
@@ -142,15 +158,15 @@ func runRace(opts *raceOptions) error {
 		WatchAttempts: opts.WatchAttempts,
 	}
 	if opts.ScriptFile != "" {
-		src, err := os.ReadFile(opts.ScriptFile)
+		src, err := eval.ReadScript(opts.ScriptFile)
 		if err != nil {
-			return exitcode.Usagef("read --script: %v", err)
+			return err
 		}
 		args, err := race.ParseArgs(opts.ScriptArgs)
 		if err != nil {
 			return err
 		}
-		ro.User = &race.UserScript{Path: opts.ScriptFile, Source: string(src), Args: args}
+		ro.User = &race.UserScript{Path: opts.ScriptFile, Source: src, Args: args}
 	} else if opts.ArgsSet {
 		return exitcode.Usagef("--args needs --script FILE")
 	}

@@ -8,9 +8,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/ratelimit-dev/ratelimit/cluster"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/race"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
@@ -54,6 +58,18 @@ func TestRaceBadInput(t *testing.T) {
 	if err := os.WriteFile(script, []byte("return {1}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	empty := filepath.Join(dir, "empty.lua")
+	blank := filepath.Join(dir, "blank.lua")
+	big := filepath.Join(dir, "big.lua")
+	fifo := filepath.Join(dir, "fifo.lua")
+	for name, content := range map[string]string{empty: "", blank: " \n\t\n", big: "return {1}\n" + strings.Repeat("-- padding\n", 1<<17)} {
+		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// An unreachable --redis proves the input is checked before connecting:
 	// connecting first would exit 3.
 	tests := []struct {
@@ -70,7 +86,13 @@ func TestRaceBadInput(t *testing.T) {
 		{[]string{"--strategies", " "}, "no strategy to race; pass --strategies with one or more of naive, multi, watch, incr, script, or --script FILE"},
 		{[]string{"--strategies", ","}, "no strategy"},
 		{[]string{"--strategies", " , "}, "no strategy"},
-		{[]string{"--script", filepath.Join(dir, "missing.lua")}, "read --script"},
+		{[]string{"--script", filepath.Join(dir, "missing.lua")}, "missing.lua: no such file"},
+		{[]string{"--script", empty}, "empty.lua is empty"},
+		{[]string{"--script", blank}, "blank.lua is empty"},
+		{[]string{"--script", "/dev/zero"}, "/dev/zero is a character device, not a regular file"},
+		{[]string{"--script", fifo}, "fifo.lua is a FIFO, not a regular file"},
+		{[]string{"--script", dir}, "is a directory"},
+		{[]string{"--script", big}, "more than the 1 MiB ceiling"},
 		{[]string{"--args", "{limit}"}, "--args needs --script"},
 		{[]string{"--script", script, "--args", "{limt}"}, "unknown placeholder {limt}"},
 		{[]string{"--watch-attempts", "0"}, "--watch-attempts"},
@@ -241,6 +263,160 @@ func TestRaceServerLost(t *testing.T) {
 			if tf.Out.Len() != 0 {
 				t.Errorf("a report was written for a run that could not race:\n%s", tf.Out.String())
 			}
+		})
+	}
+}
+
+// TestRaceScriptUnderAdmission: on a real standalone server and a real
+// cluster, a --script that admits nothing is a failed check (exit 1) that
+// names the script and the count, not a PASS.
+func TestRaceScriptUnderAdmission(t *testing.T) {
+	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
+		t.Run(tg.Name, func(t *testing.T) {
+			for name, src := range map[string]string{"nil.lua": "return nil\n", "refuse.lua": "return {0, 0}\n"} {
+				script := filepath.Join(t.TempDir(), name)
+				if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				tf := newTestFactory(t)
+				code := tf.execute(t, "race", "--redis", tg.URL, "--script", script, "--strategies", "none", "--trials", "1")
+				stderr := tf.ErrOut.String()
+				if code != exitcode.Failed || !strings.Contains(stderr, "under-admission: "+name+" admitted 0 of 200 with limit 10") || strings.Count(stderr, "\n") != 1 {
+					t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line naming the under-admission", name, code, stderr)
+				}
+				if !strings.Contains(tf.Out.String(), "FAIL") {
+					t.Errorf("%s: report does not fail:\n%s", name, tf.Out.String())
+				}
+			}
+		})
+	}
+}
+
+// TestRaceHelpExamples runs every 'ratelimit race' line of the command's
+// --help examples on a real standalone server and a real cluster, with
+// the scripts they name exported by 'ratelimit scripts --export': each
+// must pass, and a --script must admit exactly the limit in every trial
+// (the old example's "{limit} 1" for the fixed-window script admitted 1).
+func TestRaceHelpExamples(t *testing.T) {
+	dir := t.TempDir()
+	if code := newTestFactory(t).execute(t, "scripts", "--export", dir); code != exitcode.OK {
+		t.Fatalf("scripts --export: exit %d", code)
+	}
+	var examples [][]string
+	for _, line := range strings.Split(newRaceCmd(newTestFactory(t).Factory, nil).Example, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "ratelimit race") {
+			continue
+		}
+		args, err := cluster.SplitArgs(line)
+		if err != nil {
+			t.Fatalf("example %q: %v", line, err)
+		}
+		examples = append(examples, args[2:])
+	}
+	if len(examples) < 4 {
+		t.Fatalf("%d race examples in --help, want at least 4", len(examples))
+	}
+	scripts := 0
+	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
+		for _, ex := range examples {
+			t.Run(tg.Name+"/"+strings.Join(ex, " "), func(t *testing.T) {
+				args := append([]string{}, ex...)
+				hasRedis, limit := false, int64(race.DefaultLimit)
+				for i := 0; i < len(args); i++ {
+					switch {
+					case args[i] == "--redis":
+						args[i+1], hasRedis = tg.URL, true
+					case args[i] == "--concurrency":
+						// thousands of connections do not fit a shared test machine
+						if n, _ := strconv.Atoi(args[i+1]); n > 1000 {
+							t.Skipf("--concurrency %d is more than this test opens", n)
+						}
+					case args[i] == "--limit":
+						limit, _ = strconv.ParseInt(args[i+1], 10, 64)
+					case args[i] == "--out":
+						args[i+1] = filepath.Join(t.TempDir(), args[i+1])
+					case args[i] == "--script":
+						p := filepath.Join(dir, args[i+1])
+						if _, err := os.Stat(p); err != nil {
+							t.Fatalf("example names --script %s, which 'ratelimit scripts --export' does not write", args[i+1])
+						}
+						args[i+1] = p
+						scripts++
+					case args[i] == "-o" && args[i+1] != "json":
+						t.Fatalf("example sets -o %s; this test reads -o json", args[i+1])
+					}
+				}
+				if !hasRedis {
+					args = append(args, "--redis", tg.URL)
+				}
+				if !slices.Contains(args, "-o") {
+					args = append(args, "-o", "json")
+				}
+				tf := newTestFactory(t)
+				code := tf.execute(t, append([]string{"race"}, args...)...)
+				if code != exitcode.OK {
+					t.Fatalf("exit %d, stderr %q", code, tf.ErrOut.String())
+				}
+				var res race.Result
+				if err := json.Unmarshal(tf.Out.Bytes(), &res); err != nil {
+					t.Fatalf("decode: %v", err)
+				}
+				for _, s := range res.Strategies {
+					for i, a := range s.Admitted {
+						if race.ExactExpected(s.Name) && int64(a) != min(limit, int64(res.Concurrency)) {
+							t.Errorf("%s admitted %d in trial %d, want exactly %d", s.Label, a, i+1, limit)
+						}
+					}
+				}
+				if left := leftKeys(t, tg, res.RunID); len(left) > 0 {
+					t.Errorf("keys left after the run: %v", left)
+				}
+			})
+		}
+	}
+	if scripts == 0 {
+		t.Errorf("no example with --script was run")
+	}
+}
+
+// TestRaceACL: as an ACL user allowed only race.ACL (and, on a cluster,
+// race.ClusterACL), race passes on a real standalone server and a real
+// cluster; without +incr it exits 3 with one line naming the rule to add.
+// The help lists every rule.
+func TestRaceACL(t *testing.T) {
+	help := newRaceCmd(newTestFactory(t).Factory, nil).Long
+	for _, r := range append(race.ACL(), race.ClusterACL...) {
+		if !strings.Contains(help, " "+r) {
+			t.Errorf("race --help does not list the ACL rule %s", r)
+		}
+	}
+	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
+		t.Run(tg.Name, func(t *testing.T) {
+			rules := race.ACL()
+			if tg.Name == "cluster" {
+				rules = append(rules, race.ClusterACL...)
+			}
+			tf := newTestFactory(t)
+			url := redistest.ACLUser(t, tg, rules...)
+			if code := tf.execute(t, "race", "--redis", url, "--trials", "1", "-o", "json"); code != exitcode.OK {
+				t.Fatalf("minimal ACL: exit %d, stderr %q", code, tf.ErrOut.String())
+			}
+			var res race.Result
+			if err := json.Unmarshal(tf.Out.Bytes(), &res); err != nil || res.Verdict != "pass" {
+				t.Fatalf("minimal ACL: verdict %q (%v)", res.Verdict, err)
+			}
+			tf = newTestFactory(t)
+			url = redistest.ACLUser(t, tg, slices.DeleteFunc(slices.Clone(rules), func(r string) bool { return r == "+incr" })...)
+			code := tf.execute(t, "race", "--redis", url, "--trials", "1", "--strategies", "incr")
+			stderr := tf.ErrOut.String()
+			if code != exitcode.Unreachable || !strings.Contains(stderr, "NOPERM") || !strings.Contains(stderr, "add +incr to its rules") || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("without +incr: exit %d, stderr %q; want exit 3 and one line naming +incr", code, stderr)
+			}
+			if strings.Contains(stderr, url) || strings.Contains(stderr, "@") {
+				t.Errorf("stderr %q shows the URL with its password", stderr)
+			}
+			t.Logf("without +incr: %s", strings.TrimSpace(stderr))
 		})
 	}
 }

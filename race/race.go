@@ -48,6 +48,15 @@
 // client's Unix time in milliseconds at the call. The first element of the
 // reply (or the reply itself, if it is not an array) is the decision: 1 or
 // true is allowed, 0, false or nil is refused.
+//
+// # Verdict
+//
+// Strategies that must be atomic (watch, incr, script, a user script) fail
+// when they admit more than Limit in a trial; those that must be exact
+// (incr, script, a user script; see ExactExpected) also fail when they admit
+// fewer than min(Limit, Concurrency) on their fresh key, so a script that
+// refuses everything is not a pass. A NOPERM reply of the server's ACL is an
+// exit-3 error naming the rule to add.
 package race
 
 import (
@@ -61,7 +70,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -225,6 +233,31 @@ func ParseStrategies(names []string) ([]string, error) {
 	return out, nil
 }
 
+// ACL returns the least an ACL user needs to race the built-in
+// strategies: the commands the strategies and their clean-up send, what
+// the token bucket script calls (eval's Limiter.ACL, EVAL included as the
+// fallback when the script cache was flushed) and the run's keys. On a
+// cluster the client also needs ClusterACL to find the node of the run's
+// slot. INFO tells a cluster from a single server when connecting and
+// gives the maxclients check its numbers; CONFIG GET is optional. A user
+// script needs what it calls as well.
+func ACL() []string {
+	rules := []string{"+ping", "+info", "+get", "+set", "+multi", "+exec", "+watch", "+unwatch", "+incr", "+pexpire", "+del",
+		"+script|load", "+hget"}
+	tb := &tokenBucket{limit: 1}
+	if l, err := tb.newLimiter(); err == nil {
+		for _, r := range strings.Fields(l.ACL()) {
+			if !slices.Contains(rules, r) {
+				rules = append(rules, r)
+			}
+		}
+	}
+	return append(rules, "~race:*")
+}
+
+// ClusterACL is what a cluster client needs on top of ACL.
+var ClusterACL = []string{"+cluster|slots"}
+
 // Key returns the key of strategy in trial (1-based) of run id.
 func Key(runID, strategy string, trial int) string {
 	return fmt.Sprintf("race:{%s}:%s:%d", runID, strategy, trial)
@@ -275,8 +308,11 @@ func Run(ctx context.Context, client redis.UniversalClient, opts Options) (res R
 	defer func() {
 		if cerr := deleteKeys(ctx, client, keys); cerr != nil && err == nil {
 			err = fmt.Errorf("delete the run's keys %s: %w; delete them by hand", pattern, cerr)
-			if IsUnreachable(cerr) {
+			switch {
+			case IsUnreachable(cerr):
 				err = lostError(nodeAddr, "deleting the run's keys", pattern, cerr)
+			case isNoPerm(cerr):
+				err = aclError(fmt.Sprintf("delete the run's keys %s (they expire within an hour)", pattern), cerr)
 			}
 		}
 	}()
@@ -295,6 +331,9 @@ func Run(ctx context.Context, client redis.UniversalClient, opts Options) (res R
 		if err := s.prepare(ctx, node); err != nil {
 			if IsUnreachable(err) {
 				return Result{}, lost("preparing the "+s.label()+" strategy", err)
+			}
+			if isNoPerm(err) && exitcode.Code(err) != exitcode.Unreachable {
+				return Result{}, aclError(fmt.Sprintf("redis at %s refused to prepare the %s strategy", nodeAddr, s.label()), err)
 			}
 			return Result{}, err
 		}
@@ -333,11 +372,17 @@ func Run(ctx context.Context, client redis.UniversalClient, opts Options) (res R
 				if IsUnreachable(err) {
 					return Result{}, lost(fmt.Sprintf("reading %s after trial %d", key, t), err)
 				}
+				if isNoPerm(err) {
+					return Result{}, aclError(fmt.Sprintf("redis at %s refused to read %s after the %s trial", nodeAddr, key, s.label()), err)
+				}
 				return Result{}, fmt.Errorf("read %s after the %s trial: %w", key, s.name(), err)
 			}
 			if err := client.Del(context.WithoutCancel(ctx), key).Err(); err != nil {
 				if IsUnreachable(err) {
 					return Result{}, lost("deleting "+key, err)
+				}
+				if isNoPerm(err) {
+					return Result{}, aclError(fmt.Sprintf("redis at %s refused to delete %s", nodeAddr, key), err)
 				}
 				return Result{}, fmt.Errorf("delete %s: %w", key, err)
 			}
@@ -364,6 +409,9 @@ func nodeFor(ctx context.Context, client redis.UniversalClient, key string) (*re
 	case *redis.ClusterClient:
 		n, err := c.MasterForKey(ctx, key)
 		if err != nil {
+			if isNoPerm(err) {
+				return nil, "", aclError("find the cluster node for "+key, err)
+			}
 			return nil, "", exitcode.UnreachableError(fmt.Errorf("find the cluster node for %s: %w", key, err))
 		}
 		return n, n.Options().Addr, nil
@@ -562,6 +610,9 @@ func warmError(ctx context.Context, node *redis.Client, errs []error, full bool)
 	if failed == n && IsUnreachable(first) {
 		return lostError(addr, fmt.Sprintf("opening %d connections", n), "", first)
 	}
+	if isNoPerm(first) {
+		return aclError(fmt.Sprintf("open %d connections to %s: %d failed", n, addr, failed), first)
+	}
 	hint := ""
 	if failed < n {
 		hint = "; if the server limits its clients (maxclients), lower --concurrency"
@@ -647,13 +698,36 @@ func spread(xs []int) (lo int, median float64, hi int) {
 	return s[0], median, s[len(s)-1]
 }
 
+// ExactExpected reports whether strategy name promises to admit exactly
+// min(limit, concurrency) requests against a fresh key: incr, the built-in
+// Lua script and a user script (--script), which claim atomic exactness.
+// Fewer is a failed check (under-admission: the limiter refuses requests it
+// has room for). watch is atomic but not exact: a request that loses
+// --watch-attempts conflicts gives up, so it may admit fewer under
+// contention, which is noted, not failed; naive and multi promise nothing.
+func ExactExpected(name string) bool {
+	switch name {
+	case Incr, Script, User:
+		return true
+	}
+	return false
+}
+
 // judge sets the verdict, the failures and the notes.
 func judge(r *Result) {
+	want := min(r.Limit, int64(r.Concurrency)) // what an exact limiter admits on a fresh key
 	for _, s := range r.Strategies {
 		calls := r.Concurrency * len(s.Admitted)
 		for t, a := range s.Admitted {
-			if s.AtomicExpected && a > int(r.Limit) {
+			switch {
+			case s.AtomicExpected && a > int(r.Limit):
 				r.Failures = append(r.Failures, fmt.Sprintf("over-admission: %s admitted %d of %d with limit %d in trial %d", s.Label, a, r.Concurrency, r.Limit, t+1))
+			case ExactExpected(s.Name) && int64(a) < want:
+				msg := fmt.Sprintf("under-admission: %s admitted %d of %d with limit %d in trial %d", s.Label, a, r.Concurrency, r.Limit, t+1)
+				if t < len(s.Errors) && s.Errors[t] > 0 {
+					msg += fmt.Sprintf(" (%d calls failed)", s.Errors[t])
+				}
+				r.Failures = append(r.Failures, msg)
 			}
 		}
 		if errs := sum(s.Errors); errs > 0 {
@@ -698,26 +772,38 @@ func IsMaxClients(err error) bool {
 
 // IsUnreachable reports whether err means the server could not be reached
 // or stopped answering: a refused, reset or broken connection, end of
-// file, an i/o timeout or a connection pool timeout. Error replies of the
-// server (OOM, NOPERM, a script error) are not.
+// file, an i/o or connection pool timeout, a server still loading its data
+// (redisconn.Classify's Unreachable class). Error replies of the server
+// (OOM, NOPERM, a script error) are not.
 func IsUnreachable(err error) bool {
+	return redisconn.Classify(err) == redisconn.Unreachable
+}
+
+// isNoPerm reports whether err is the server's ACL refusing a command or a
+// key, also from inside a script (Redis 7.0 words that differently).
+func isNoPerm(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, redis.ErrPoolTimeout) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) {
-		return true
+	msg := err.Error()
+	return redisconn.Classify(err) == redisconn.NoPerm ||
+		strings.Contains(msg, "user executing the script can't") || strings.Contains(msg, "can't run this command or subcommand")
+}
+
+// aclError is the exit-3 error for a command or key the ACL user may not
+// use: the race cannot run with this user, and the message names the rule
+// to add.
+func aclError(what string, err error) error {
+	if exitcode.Code(err) == exitcode.Unreachable {
+		// already says what to add (eval's limiter names its script's rules)
+		return exitcode.UnreachableError(fmt.Errorf("%s: %w", what, err))
 	}
-	if errors.Is(err, context.Canceled) {
-		return false
+	hint := redisconn.ACLHint(err)
+	msg := err.Error()
+	if !strings.Contains(msg, "run the '") && strings.Contains(msg, "key") {
+		hint = "the ACL user may not touch the run's keys: add ~race:* to its rules (ACL SETUSER <user> ~race:*), see README \"Safety\" for race's minimal ACL"
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return true
-	}
-	var oe *net.OpError
-	return errors.As(err, &oe)
+	return exitcode.UnreachableError(fmt.Errorf("%s: %w; %s", what, err, hint))
 }
 
 // lostError is the exit-3 error for a server that could not be reached or
@@ -737,14 +823,15 @@ func lostError(addr, doing, pattern string, err error) error {
 
 // callsError turns the failed calls of a trial into the run's error: exit
 // 3 when any call failed because the server could not be reached (the
-// trial says nothing about the limiter then), exit 2 when every call of a
+// trial says nothing about the limiter then), exit 3 naming the ACL rule
+// to add when the ACL refused any call, exit 2 when every call of a
 // user script failed (the script or its --args are wrong), exit 3 when the
 // server refused every call of a built-in strategy with an error reply (it
 // cannot serve the race: maxmemory, ACL, a replica). Other failed calls are
 // counted and noted in the report.
 func callsError(s strategy, tr trial, t int, addr, pattern string) error {
-	failed, unreachable := 0, 0
-	var first, firstLost error
+	failed, unreachable, noperm := 0, 0, 0
+	var first, firstLost, firstACL error
 	for _, o := range tr.outcomes {
 		if o.err == nil {
 			continue
@@ -753,10 +840,16 @@ func callsError(s strategy, tr trial, t int, addr, pattern string) error {
 		if first == nil {
 			first = o.err
 		}
-		if IsUnreachable(o.err) {
+		switch {
+		case IsUnreachable(o.err):
 			unreachable++
 			if firstLost == nil {
 				firstLost = o.err
+			}
+		case isNoPerm(o.err):
+			noperm++
+			if firstACL == nil {
+				firstACL = o.err
 			}
 		}
 	}
@@ -764,6 +857,10 @@ func callsError(s strategy, tr trial, t int, addr, pattern string) error {
 	switch {
 	case unreachable > 0:
 		return lostError(addr, fmt.Sprintf("racing %s in trial %d (%d of %d calls failed)", s.label(), t, unreachable, n), pattern, firstLost)
+	case noperm > 0:
+		// Even one refused call leaves the strategy half done (an INCR
+		// without its PEXPIRE): the trial says nothing about the limiter.
+		return aclError(fmt.Sprintf("redis at %s refused %d of %d %s calls in trial %d", addr, noperm, n, s.label(), t), firstACL)
 	case failed == 0 || failed < n:
 		return nil
 	case s.name() == User:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 	"github.com/ratelimit-dev/ratelimit/redistest"
@@ -142,7 +143,7 @@ return {0, 0}`
 	}{
 		{"always allows", writeScript(t, "return {1}"), false, false, 100},
 		{"placeholders", writeScript(t, checking, "{limit}", "req-{uuid}", "{now_ms}"), true, false, limit},
-		{"lua false refuses", writeScript(t, "return false"), true, false, 0},
+		{"lua false refuses, under-admits", writeScript(t, "return false"), false, false, 0},
 		{"boolean reply", writeScript(t, "return {redis.call('INCR', KEYS[1]) <= tonumber(ARGV[1])}", "{limit}"), true, false, limit},
 	}
 	for _, tt := range tests {
@@ -173,6 +174,57 @@ return {0, 0}`
 				t.Errorf("keys left: %v", left)
 			}
 		})
+	}
+}
+
+// TestRunUserScriptUnderAdmits: on a real standalone server and a real
+// cluster, a user script that admits fewer than the limit on a fresh key
+// fails the check (it used to pass, every call counted as refused), while
+// the embedded fixed-window script with its ARGV right admits exactly the
+// limit and passes. The fixed-window script with the ARGV the old --help
+// example gave ("{limit} 1": a window of limit ms and a limit of 1) admits
+// one per window, a few in all, and fails.
+func TestRunUserScriptUnderAdmits(t *testing.T) {
+	fw, ok := eval.ScriptByName(string(eval.FixedWindow))
+	if !ok {
+		t.Fatal("no fixed-window script")
+	}
+	tests := []struct {
+		name, src string
+		args      []string
+		admitted  int
+		pass      bool
+	}{
+		{"nil", "return nil", nil, 0, false},
+		{"false", "return false", nil, 0, false},
+		{"zero", "return {0, 0}", nil, 0, false},
+		{"fixed window, old help args", fw.Source, []string{"{limit}", "1"}, -1, false}, // 1 per 10 ms window
+		{"fixed window", fw.Source, []string{"60000", "{limit}"}, 10, true},
+	}
+	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
+		c := raceClient(t, tg.URL, 200)
+		for _, tt := range tests {
+			t.Run(tg.Name+"/"+tt.name, func(t *testing.T) {
+				script := writeScript(t, tt.src, tt.args...)
+				res, err := Run(context.Background(), c, Options{Concurrency: 200, Limit: 10, Trials: 2, Strategies: []string{}, User: script})
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				s := strategyByName(t, res, User)
+				for i, a := range s.Admitted {
+					if tt.admitted >= 0 && a != tt.admitted || tt.admitted < 0 && (a < 1 || a >= 10) {
+						t.Errorf("trial %d admitted %d, want %d (-1: from 1 to 9)", i+1, a, tt.admitted)
+					}
+				}
+				want := fmt.Sprintf("under-admission: %s admitted %d of 200 with limit 10 in trial 1", script.Label(), s.Admitted[0])
+				if res.Pass() != tt.pass || !tt.pass && (len(res.Failures) != 2 || res.Failures[0] != want) {
+					t.Errorf("verdict %q failures %q, want pass=%v (failure %q)", res.Verdict, res.Failures, tt.pass, want)
+				}
+				if left := runKeys(t, c, res.RunID); len(left) > 0 {
+					t.Errorf("keys left: %v", left)
+				}
+			})
+		}
 	}
 }
 

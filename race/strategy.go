@@ -234,9 +234,13 @@ func (*tokenBucket) name() string  { return Script }
 func (*tokenBucket) label() string { return "Lua script" }
 func (*tokenBucket) atomic() bool  { return true }
 
-func (s *tokenBucket) prepare(ctx context.Context, node *redis.Client) error {
+func (s *tokenBucket) newLimiter() (*eval.Limiter, error) {
 	refill := rate.Rate{Count: float64(s.limit), Per: refillPer}
-	l, err := eval.NewLimiter(eval.Params{Algo: eval.TokenBucket, Capacity: s.limit, Rate: refill, Cost: 1})
+	return eval.NewLimiter(eval.Params{Algo: eval.TokenBucket, Capacity: s.limit, Rate: refill, Cost: 1})
+}
+
+func (s *tokenBucket) prepare(ctx context.Context, node *redis.Client) error {
+	l, err := s.newLimiter()
 	if err != nil {
 		return err
 	}

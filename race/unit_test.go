@@ -268,6 +268,45 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// TestJudgeUnderAdmission: the exact strategies (incr, script, a user
+// script) fail when they admit fewer than min(limit, concurrency); watch,
+// which gives up under contention, and the racy ones only get notes.
+func TestJudgeUnderAdmission(t *testing.T) {
+	mk := func(name string, admitted, errs, giveUps int) Strategy {
+		s := Strategy{Name: name, Label: name + "-label", AtomicExpected: name != Naive && name != Multi,
+			Admitted: []int{admitted}, Errors: []int{errs}, GiveUps: []int{giveUps}}
+		s.AdmittedMin, _, s.AdmittedMax = spread(s.Admitted)
+		return s
+	}
+	tests := []struct {
+		name        string
+		conc        int
+		s           Strategy
+		wantFailure string // "" for none
+	}{
+		{"user script admits nothing", 200, mk(User, 0, 0, 0), "under-admission: user-label admitted 0 of 200 with limit 10 in trial 1"},
+		{"user script admits one", 200, mk(User, 1, 0, 0), "under-admission: user-label admitted 1 of 200 with limit 10"},
+		{"user script exact", 200, mk(User, 10, 0, 0), ""},
+		{"built-in script short", 200, mk(Script, 9, 0, 0), "under-admission: script-label admitted 9 of 200"},
+		{"incr short, calls failed", 200, mk(Incr, 8, 2, 0), "under-admission: incr-label admitted 8 of 200 with limit 10 in trial 1 (2 calls failed)"},
+		{"fewer goroutines than the limit", 5, mk(User, 5, 0, 0), ""},
+		{"fewer goroutines, one short", 5, mk(User, 4, 0, 0), "under-admission: user-label admitted 4 of 5 with limit 10"},
+		{"watch gives up: a note", 200, mk(Watch, 3, 0, 190), ""},
+		{"naive under: nothing", 200, mk(Naive, 3, 0, 0), ""},
+		{"multi under: nothing", 200, mk(Multi, 0, 0, 0), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Result{Concurrency: tt.conc, Limit: 10, WatchAttempts: 10, Strategies: []Strategy{tt.s}}
+			judge(&r)
+			got := strings.Join(r.Failures, "; ")
+			if tt.wantFailure == "" && (r.Verdict != "pass" || got != "") || tt.wantFailure != "" && (r.Verdict != "fail" || !strings.Contains(got, tt.wantFailure)) {
+				t.Errorf("verdict %q failures %q, want %q", r.Verdict, got, tt.wantFailure)
+			}
+		})
+	}
+}
+
 // replyError is an error reply of the server, as go-redis returns it.
 type replyError string
 
@@ -306,6 +345,9 @@ func TestIsUnreachable(t *testing.T) {
 func TestCallsError(t *testing.T) {
 	const addr, pattern = "127.0.0.1:7101", "race:{abc}:*"
 	oom := replyError("OOM command not allowed")
+	noperm := replyError("NOPERM this user has no permissions to run the 'pexpire' command")
+	nopermKey := replyError("NOPERM this user has no permissions to access one of the keys used as arguments")
+	nopermScript := replyError("ERR The user executing the script can't run this command or subcommand script: 1f2e, on @user_script:1.")
 	outs := func(n int, errs ...error) trial {
 		tr := trial{outcomes: make([]outcome, n)}
 		for i, e := range errs {
@@ -330,6 +372,10 @@ func TestCallsError(t *testing.T) {
 		{"user script fails every call", user, outs(2, errors.New("script replied [maybe]"), errors.New("script replied [maybe]")), exitcode.Usage,
 			"--script mine.lua failed on every call in trial 2: script replied [maybe]; its reply must start with 1"},
 		{"user script errors every call", user, outs(1, oom), exitcode.Usage, "fix the script or its --args"},
+		{"one call refused by the ACL", &incr{}, outs(4, nil, noperm), exitcode.Unreachable,
+			"redis at 127.0.0.1:7101 refused 1 of 4 INCR calls in trial 2: NOPERM this user has no permissions to run the 'pexpire' command; the ACL user may not run PEXPIRE: add +pexpire"},
+		{"a key refused by the ACL", &getSet{}, outs(2, nopermKey, nopermKey), exitcode.Unreachable, "add ~race:* to its rules"},
+		{"the user script's command refused by the ACL", user, outs(1, nopermScript), exitcode.Unreachable, "refused 1 of 1 mine.lua calls"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -342,4 +388,28 @@ func TestCallsError(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseArgs: ParseArgs never panics, accepts only the known
+// placeholders, and the expanded ARGV holds none of them.
+func FuzzParseArgs(f *testing.F) {
+	for _, s := range []string{"60000 {limit} {uuid}", "{limit} 1", "req-{uuid}-{now_ms}", "{limt}", "{", "{}", "{{limit}}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		words, err := ParseArgs(s)
+		if err != nil {
+			if exitcode.Code(err) != exitcode.Usage {
+				t.Fatalf("ParseArgs(%q) error %v is not exit 2", s, err)
+			}
+			return
+		}
+		now := func() time.Time { return time.UnixMilli(1700000000000) }
+		for _, a := range expandArgs(words, 10, func() string { return "id" }, now) {
+			w := a.(string)
+			if strings.Contains(w, PlaceholderLimit) || strings.Contains(w, PlaceholderUUID) || strings.Contains(w, PlaceholderNowMs) {
+				t.Fatalf("ParseArgs(%q): expanded word %q still holds a placeholder", s, w)
+			}
+		}
+	})
 }

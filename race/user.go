@@ -119,6 +119,9 @@ func (*userStrategy) atomic() bool    { return true }
 
 func (s *userStrategy) prepare(ctx context.Context, node *redis.Client) error {
 	if err := s.lua.Load(ctx, node).Err(); err != nil {
+		if isNoPerm(err) {
+			return aclError(fmt.Sprintf("load --script %s", s.script.Path), err)
+		}
 		var rerr redis.Error
 		if errors.As(err, &rerr) {
 			return exitcode.Usagef("load --script %s: %v", s.script.Path, err)
