@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/report"
+	"github.com/ratelimit-dev/ratelimit/userfile"
 )
 
 type reportOptions struct {
@@ -23,10 +24,14 @@ type reportOptions struct {
 	// OutputSet is true when -o was given; with --html and without -o
 	// nothing else is written to Out.
 	OutputSet bool
+
+	// maxDocument is the size ceiling of one document (file or stdin),
+	// userfile.MaxDocument; tests lower it.
+	maxDocument int64
 }
 
 func newReportCmd(f *Factory, run func(*reportOptions) error) *cobra.Command {
-	opts := &reportOptions{f: f}
+	opts := &reportOptions{f: f, maxDocument: userfile.MaxDocument}
 	c := &cobra.Command{
 		Use:   "report FILE.json...",
 		Short: "Render saved result documents as text, JSON, Markdown, JUnit or one HTML page",
@@ -52,9 +57,13 @@ slot range and per primary, CROSSSLOT groups and lint findings; eval runs get
 the calls and remaining over calls. With --html, nothing else goes to standard
 output unless -o is given.
 
-Every file is checked before anything is written: a file that is not JSON, is
-truncated, is JSON from something else, or has an unknown "kind" or "version"
-is a one-line error (exit 2). Exit 0 once every document is rendered, whatever
+Every file is checked before anything is written: a file that is not a
+regular file (a device, FIFO or directory) or is over 256 MiB, is not JSON, is
+truncated, is JSON from something else, has an unknown "kind" or "version", has
+a key twice or holds a value out of range (a negative count or second,
+percentiles out of order, a slot past 16383) is a one-line error naming the
+file and the field (exit 2). Control bytes in keys and names are shown as
+escapes (\n, \x1b) in every format; valid UTF-8 is shown as is. Exit 0 once every document is rendered, whatever
 the verdicts in them; the commands that made them exit 1 on a failed verdict.`,
 		Example: `  # a saved load run in the terminal, then as a job summary in GitHub Actions
   ratelimit load --rate 20/s --duration 30s --expect auto --out load.json
@@ -94,28 +103,32 @@ func runReport(opts *reportOptions) error {
 	if opts.HTML == "-" && opts.OutputSet {
 		return exitcode.Usagef("--html - writes the page to standard output; drop -o or write the page to a file")
 	}
+	if n := slices.Index(opts.Files, "-"); n >= 0 && slices.Contains(opts.Files[n+1:], "-") {
+		return exitcode.Usagef("- (stdin) given more than once")
+	}
 	stdin := 0
 	docs := make([]report.Document, 0, len(opts.Files))
 	for _, name := range opts.Files {
-		data, err := readDocument(f, name, &stdin)
+		source := name
+		if name == "-" {
+			source = "stdin"
+		}
+		data, err := readDocument(f, name, opts.maxDocument, &stdin)
 		if err != nil {
 			return err
 		}
 		d, err := report.Decode(data)
 		if err != nil {
-			return exitcode.Usagef("%s: %v", name, err)
+			return exitcode.Usagef("report: %s: %v", report.Printable(source), err)
 		}
-		d.Source = name
-		if name == "-" {
-			d.Source = "stdin"
-		}
+		d.Source = source
 		docs = append(docs, d)
 	}
 	writeText := opts.HTML == "" || opts.OutputSet
 	if writeText {
 		for _, d := range docs {
 			if !slices.Contains(report.Formats(d.Kind), format) {
-				return exitcode.Usagef("%s: %s documents have no %s output; use %s", d.Source, d.Kind, format, strings.Join(report.Formats(d.Kind), ", "))
+				return exitcode.Usagef("%s: %s documents have no %s output; use %s", report.Printable(d.Source), d.Kind, format, strings.Join(report.Formats(d.Kind), ", "))
 			}
 		}
 	}
@@ -133,24 +146,26 @@ func runReport(opts *reportOptions) error {
 	return renderDocuments(f, format, docs)
 }
 
-// readDocument reads a file, or stdin for "-" (once).
-func readDocument(f *Factory, name string, stdin *int) ([]byte, error) {
+// readDocument reads a regular file of at most max bytes, or stdin for
+// "-" (once, with the same ceiling). Devices, FIFOs and directories are
+// refused before they are opened, so /dev/zero or a pipe nobody writes to
+// cannot exhaust memory or block.
+func readDocument(f *Factory, name string, max int64, stdin *int) ([]byte, error) {
 	if name == "-" {
 		*stdin++
 		if *stdin > 1 {
 			return nil, exitcode.Usagef("- (stdin) given more than once")
 		}
-		data, err := io.ReadAll(f.IO.In)
+		data, err := io.ReadAll(userfile.Limit(f.IO.In, "the document on standard input", max))
 		if err != nil {
+			if exitcode.Code(err) == exitcode.Usage {
+				return nil, err
+			}
 			return nil, exitcode.Usagef("read stdin: %v", err)
 		}
 		return data, nil
 	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return nil, exitcode.Usagef("read %s: %v", name, fileErr(err))
-	}
-	return data, nil
+	return userfile.Read(name, "document", max)
 }
 
 func writeHTML(f *Factory, path string, docs []report.Document) error {
@@ -192,7 +207,8 @@ func renderDocuments(f *Factory, format string, docs []report.Document) error {
 			sep = "\n"
 		}
 		if format == "text" && len(docs) > 1 {
-			sep += "── " + d.Source + " " + strings.Repeat("─", max(3, 56-len([]rune(d.Source)))) + "\n"
+			src := report.Printable(d.Source)
+			sep += "── " + src + " " + strings.Repeat("─", max(3, 56-len([]rune(src)))) + "\n"
 		}
 		if _, err := io.WriteString(out, sep); err != nil {
 			return err
@@ -201,7 +217,7 @@ func renderDocuments(f *Factory, format string, docs []report.Document) error {
 			if errors.Is(err, report.ErrDocument) {
 				return exitcode.UsageError(err)
 			}
-			return fmt.Errorf("render %s: %w", d.Source, err)
+			return fmt.Errorf("render %s: %w", report.Printable(d.Source), err)
 		}
 	}
 	return nil

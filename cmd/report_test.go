@@ -7,9 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/userfile"
 )
 
 // The fixed documents of the report package's golden tests.
@@ -253,6 +256,120 @@ func TestReportRoutesFormats(t *testing.T) {
 		tf := newTestFactory(t)
 		if code := tf.execute(t, tt.args...); code != exitcode.OK || !strings.Contains(tf.Out.String(), tt.want) {
 			t.Errorf("%v: exit %d, output lacks %q:\n%s%s", tt.args, code, tt.want, tf.Out, tf.ErrOut)
+		}
+	}
+}
+
+// TestReportRefusesSpecialFiles: a device, a FIFO nobody writes to, a
+// directory and a file over the document ceiling are refused up front
+// (exit 2, one line) instead of being read until memory runs out or
+// blocking forever.
+func TestReportRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.json")
+	fh, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sparse: a size over the ceiling without writing it
+	if err := fh.Truncate(userfile.MaxDocument + 1); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	tests := []struct{ name, path, want string }{
+		{"device", "/dev/zero", "/dev/zero is a character device, not a regular file"},
+		{"fifo", fifo, "fifo.json is a FIFO, not a regular file"},
+		{"directory", dir, "is a directory, not a regular file"},
+		{"huge", huge, "huge.json is 256.0 MiB, more than the 256 MiB ceiling"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tf := newTestFactory(t)
+			done := make(chan int, 1)
+			go func() { done <- tf.execute(t, "report", tt.path) }()
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(time.Minute):
+				t.Fatalf("report %s blocked", tt.path)
+			}
+			msg := tf.ErrOut.String()
+			if code != exitcode.Usage || !strings.Contains(msg, tt.want) || strings.Count(msg, "\n") != 1 {
+				t.Errorf("report %s: exit %d, stderr %q; want exit 2 and one line with %q", tt.path, code, msg, tt.want)
+			}
+		})
+	}
+}
+
+// TestReportStdinCeiling: "-" stays supported and is held to the same
+// ceiling as a file (lowered here so the test does not read 256 MiB).
+func TestReportStdinCeiling(t *testing.T) {
+	data, err := os.ReadFile(reportFixture(t, "race.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		max  int64
+		code int
+	}{{int64(len(data)), exitcode.OK}, {int64(len(data)) - 1, exitcode.Usage}} {
+		tf := newTestFactory(t)
+		tf.IO.In = strings.NewReader(string(data))
+		opts := &reportOptions{f: tf.Factory, Files: []string{"-"}, maxDocument: tt.max}
+		err := runReport(opts)
+		if code := exitcode.Code(err); code != tt.code {
+			t.Errorf("stdin of %d bytes with a ceiling of %d: %v (exit %d), want exit %d", len(data), tt.max, err, code, tt.code)
+		}
+		if tt.code == exitcode.Usage && (err == nil || !strings.Contains(err.Error(), "standard input is more than")) {
+			t.Errorf("error = %v, want the ceiling named", err)
+		}
+	}
+	var opts *reportOptions
+	newReportCmd(newTestFactory(t).Factory, func(o *reportOptions) error { opts = o; return nil }).Execute()
+	if opts == nil || opts.maxDocument != userfile.MaxDocument {
+		t.Errorf("the command's ceiling = %+v, want userfile.MaxDocument", opts)
+	}
+}
+
+// TestReportInvalidDocument: a document that parses but holds a value no
+// renderer may draw, or a key twice, is exit 2 with one line naming the
+// file and the field; nothing is rendered.
+func TestReportInvalidDocument(t *testing.T) {
+	dir := t.TempDir()
+	full, err := os.ReadFile(reportFixture(t, "load.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	neg := strings.Replace(string(full), `"second": 3,`, `"second": -5,`, 1)
+	if neg == string(full) {
+		t.Fatal("fixture has no second 3")
+	}
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	negPath := file("load.json", neg)
+	dupPath := file("dup.json", `{"kind":"race","kind":"load","version":1}`)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--html", "-", negPath}, "error: report: " + negPath + ": timeline[3].second is -5, want >= 0"},
+		{[]string{negPath}, "error: report: " + negPath + ": timeline[3].second is -5, want >= 0"},
+		{[]string{"-o", "junit", dupPath}, "error: report: " + dupPath + `: key "kind" appears twice at the top level; a document has each key once`},
+	}
+	for _, tt := range tests {
+		tf := newTestFactory(t)
+		code := tf.execute(t, append([]string{"report"}, tt.args...)...)
+		msg := tf.ErrOut.String()
+		if code != exitcode.Usage || !strings.HasPrefix(msg, tt.want) || strings.Count(msg, "\n") != 1 || tf.Out.Len() != 0 {
+			t.Errorf("report %q: exit %d, stderr %q, %d bytes out; want exit 2, %q, nothing", tt.args, code, tf.ErrOut, tf.Out.Len(), tt.want)
 		}
 	}
 }

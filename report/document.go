@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
@@ -94,10 +95,13 @@ func Decode(data []byte) (Document, error) {
 		if errors.As(err, &se) && se.Offset >= int64(len(trimmed)) || strings.Contains(fmt.Sprint(err), "unexpected end") {
 			return Document{}, fmt.Errorf("%w: truncated JSON (it ends after %d bytes in the middle of a value); save the document again", ErrDocument, len(trimmed))
 		}
-		return Document{}, fmt.Errorf("%w: not JSON (%v)", ErrDocument, err)
+		return Document{}, fmt.Errorf("%w: not JSON (%v)", ErrDocument, Printable(err.Error()))
 	}
 	if trimmed[0] != '{' {
 		return Document{}, fmt.Errorf("%w: foreign JSON (a document is an object with \"kind\" and \"version\")", ErrDocument)
+	}
+	if err := checkDuplicateKeys(trimmed); err != nil {
+		return Document{}, err
 	}
 	var h struct {
 		Kind    *string `json:"kind"`
@@ -108,7 +112,7 @@ func Decode(data []byte) (Document, error) {
 	}
 	info, ok := kinds[*h.Kind]
 	if !ok {
-		return Document{}, fmt.Errorf("%w: unknown kind %q; this ratelimit reads %s", ErrDocument, *h.Kind, strings.Join(Kinds(), ", "))
+		return Document{}, fmt.Errorf("%w: unknown kind %s; this ratelimit reads %s", ErrDocument, Printable(strconv.Quote(*h.Kind)), strings.Join(Kinds(), ", "))
 	}
 	if !slices.Contains(info.versions, *h.Version) {
 		return Document{}, fmt.Errorf("%w: %s document version %d is not supported (this ratelimit reads version %s); use the ratelimit that wrote it",
@@ -116,7 +120,13 @@ func Decode(data []byte) (Document, error) {
 	}
 	v, err := info.decode(trimmed)
 	if err != nil {
-		return Document{}, fmt.Errorf("%w: %s document does not fit version %d: %v", ErrDocument, *h.Kind, *h.Version, err)
+		if te := typeError(err); te != nil {
+			return Document{}, te
+		}
+		return Document{}, fmt.Errorf("%w: %s document does not fit version %d: %v", ErrDocument, *h.Kind, *h.Version, Printable(err.Error()))
+	}
+	if err := validate(v); err != nil {
+		return Document{}, err
 	}
 	return Document{Kind: *h.Kind, Version: *h.Version, Value: v}, nil
 }

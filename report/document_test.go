@@ -202,6 +202,9 @@ func fixtures(t *testing.T) map[string]any {
 		"keyslot.json":  fixtureKeyslot(t),
 		"eval.json":     tokenBucketResult(),
 		"simulate.json": simulateResult(),
+		// keys and names with control bytes, for the terminal-safety goldens
+		"hostile_eval.json":    hostileEval(),
+		"hostile_keyslot.json": hostileKeyslot(t),
 	}
 }
 
@@ -262,7 +265,7 @@ func TestDecode(t *testing.T) {
 		{"unknown kind", `{"kind": "bench", "version": 1}`, `unknown kind "bench"`},
 		{"version 99", `{"kind": "load", "version": 99}`, "load document version 99 is not supported"},
 		{"version 0", `{"kind": "race", "version": 0}`, "version 0"},
-		{"wrong field type", `{"kind": "load", "version": 1, "sent": "many"}`, "does not fit version 1"},
+		{"wrong field type", `{"kind": "load", "version": 1, "sent": "many"}`, "sent is a string, want an integer"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,7 +288,7 @@ var goldenTime = time.Date(2026, 12, 2, 12, 30, 0, 0, time.UTC)
 
 // TestReportGolden renders every fixed document in every format it has.
 func TestReportGolden(t *testing.T) {
-	for _, name := range []string{"load", "race", "keyslot", "eval", "simulate"} {
+	for _, name := range []string{"load", "race", "keyslot", "eval", "simulate", "hostile_eval", "hostile_keyslot"} {
 		d := readFixture(t, name+".json")
 		for _, format := range Formats(d.Kind) {
 			if format == "json" {
@@ -381,8 +384,9 @@ func TestJUnitParses(t *testing.T) {
 		skipped     int
 	}{
 		{"race.json", "ratelimit race", 6, []string{"always|`ok`.lua (user)"}, 0},
-		// thresholds 1, generator 1, headers 4, admitted count 1, verdict 1
-		{"load.json", "ratelimit load", 8, []string{"failed <= 1%", "Retry-After on every 429", "verdict"}, 0},
+		// thresholds 1, generator 1, headers 4, admitted count 1, verdict 1;
+		// the verdict fails for the threshold, counted once (its testcase)
+		{"load.json", "ratelimit load", 8, []string{"failed <= 1%", "Retry-After on every 429"}, 0},
 		// groups 2, scripts 2
 		{"keyslot.json", "ratelimit keyslot", 4, []string{"groups.txt:2: rl:user:7:minute rl:global:minute", "lua/bad.lua"}, 0},
 	}
@@ -437,8 +441,39 @@ func TestJUnitParses(t *testing.T) {
 	if err := xml.Unmarshal(b.Bytes(), &all); err != nil {
 		t.Fatal(err)
 	}
-	if len(all.Suites) != 3 || all.Tests != 18 || all.Failures != 6 {
-		t.Errorf("combined junit: %d suites, %d tests, %d failures; want 3, 18, 6", len(all.Suites), all.Tests, all.Failures)
+	if len(all.Suites) != 3 || all.Tests != 18 || all.Failures != 5 {
+		t.Errorf("combined junit: %d suites, %d tests, %d failures; want 3, 18, 5", len(all.Suites), all.Tests, all.Failures)
+	}
+}
+
+// TestJUnitLoadVerdictCountsOnce: a load run failed by one reason counts
+// one failure; a reason no other testcase carries fails the verdict.
+func TestJUnitLoadVerdictCountsOnce(t *testing.T) {
+	failures := func(res *load.Result) (int, string) {
+		var b bytes.Buffer
+		if err := LoadJUnit(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		var got xTestsuites
+		if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		verdict := ""
+		for _, c := range got.Suites[0].Cases {
+			if c.Name == "verdict" && c.Failure != nil {
+				verdict = c.Failure.Message
+			}
+		}
+		return got.Failures, verdict
+	}
+	res := fixtureLoad(t)
+	res.Headers.RetryAfter.Present, res.Headers.RetryAfter.Valid = res.RateLimited, res.RateLimited // only the threshold fails
+	if n, v := failures(res); n != 1 || v != "" {
+		t.Errorf("one failed threshold: %d failures, verdict %q; want 1, the verdict not failed again", n, v)
+	}
+	res.VerdictMessages = append(res.VerdictMessages, "a reason of its own")
+	if n, v := failures(res); n != 2 || v != "a reason of its own" {
+		t.Errorf("an uncovered reason: %d failures, verdict %q; want 2 and the verdict failing for it", n, v)
 	}
 }
 
@@ -476,7 +511,8 @@ func TestMarkdownEscapes(t *testing.T) {
 		{"a|b", `a\|b`},
 		{"`x`", "\\`x\\`"},
 		{"<b>*y*</b>", `\<b\>\*y\*\</b\>`},
-		{"a\nb", "a b"},
+		{"a\nb", `a\\nb`}, // shows as a\nb: the row does not end
+		{"\x1b[31mred\x07ü", `\\x1b\[31mred\\x07ü`},
 		{"&lt;", "&amp;lt;"},
 	}
 	for _, tt := range tests {
@@ -489,7 +525,8 @@ func TestMarkdownEscapes(t *testing.T) {
 		{"a|b", "`a\\|b`"},
 		{"a`b", "`` a`b ``"},
 		{"``", "``` `` ```"},
-		{"\x00\n", "`\\x00 `"},
+		{"\x00\n", "`\\x00\\n`"},
+		{"ü\x1b\xc2\x85\xff", "`ü\\x1b\\u0085\\xff`"},
 		{"", "(empty)"},
 	}
 	for _, tt := range codes {

@@ -22,7 +22,7 @@ func EvalText(w io.Writer, res eval.Result, o Options) error {
 	if res.Script.Via == "fcall" {
 		via = "FCALL " + res.Script.Function + " (FUNCTION LOAD)"
 	}
-	b.WriteString(st.Dim.Render(fmt.Sprintf("script %s sha1 %s via %s", res.Script.Name, short(res.Script.SHA1), via)) + "\n")
+	b.WriteString(st.Dim.Render(Printable(fmt.Sprintf("script %s sha1 %s via %s", res.Script.Name, short(res.Script.SHA1), via))) + "\n")
 	if res.Algo == "script" {
 		b.WriteString(st.Dim.Render(fmt.Sprintf("KEYS %s  ARGV %s", listOrNone(res.Script.Keys), listOrNone(res.Script.Args))) + "\n")
 	}
@@ -43,7 +43,7 @@ func EvalText(w io.Writer, res eval.Result, o Options) error {
 
 func evalTitle(res eval.Result) string {
 	if res.Algo == "script" {
-		return fmt.Sprintf("%d call(s) of %s", len(res.Calls), res.Script.Name)
+		return Printable(fmt.Sprintf("%d call(s) of %s", len(res.Calls), res.Script.Name))
 	}
 	p := res.Params
 	var desc string
@@ -59,7 +59,7 @@ func evalTitle(res eval.Result) string {
 	if res.IdentityHashed {
 		key += " (identity hashed)"
 	}
-	return fmt.Sprintf("%s on %s: %s (policy q=%d w=%ds)", res.Algo, key, desc, p.PolicyQuota, p.PolicyWindowSeconds)
+	return Printable(fmt.Sprintf("%s on %s: %s (policy q=%d w=%ds)", res.Algo, key, desc, p.PolicyQuota, p.PolicyWindowSeconds))
 }
 
 // replyLen is the longest reply array, for labelling script columns.
@@ -101,7 +101,7 @@ func evalRow(res eval.Result, c eval.Call, st Styles) []string {
 		}
 	}
 	if res.Algo == "script" {
-		row = append(row, compactJSON(c.Reply))
+		row = append(row, Printable(compactJSON(c.Reply)))
 	}
 	return append(row, ttlText(c.TTLMs), latencyText(c.LatencyUs))
 }
@@ -158,7 +158,7 @@ func listOrNone(xs []string) string {
 	}
 	q := make([]string, len(xs))
 	for i, x := range xs {
-		q[i] = strconv.Quote(x)
+		q[i] = quoted(x)
 	}
 	return strings.Join(q, " ")
 }
@@ -183,7 +183,7 @@ func noTTLText(c *eval.TTLCheck, st Styles) string {
 	var b strings.Builder
 	checked := "checked the KEYS passed"
 	if len(c.Patterns) > 0 {
-		checked += " and SCAN MATCH " + strings.Join(c.Patterns, ", ")
+		checked += " and SCAN MATCH " + strings.Join(printables(c.Patterns), ", ")
 	}
 	if c.Truncated {
 		checked += " (scan stopped early on a large keyspace)"
@@ -209,7 +209,7 @@ func noTTLText(c *eval.TTLCheck, st Styles) string {
 		default:
 			how += ", created during the run (by the script or another client)"
 		}
-		rows = append(rows, []string{k.Key, k.Type, how})
+		rows = append(rows, []string{Printable(k.Key), Printable(k.Type), how})
 	}
 	b.WriteString(Table([]string{"key", "type", "how it was found"}, rows, st))
 	b.WriteString(st.Dim.Render(checked+"; set a TTL on every write (PEXPIRE in the same script)") + "\n")
@@ -232,7 +232,7 @@ func EvalSimulateText(w io.Writer, res eval.SimResult, o Options) error {
 		desc = fmt.Sprintf("rate %s, burst %d", p.Rate, p.Burst)
 	}
 	dur := time.Duration(res.ForMs) * time.Millisecond
-	b.WriteString(st.Title.Render(fmt.Sprintf("simulate %s (%s, cost %d) under %s arrivals for %s", res.Algo, desc, p.Cost, res.Rate, dur)) + "\n")
+	b.WriteString(st.Title.Render(Printable(fmt.Sprintf("simulate %s (%s, cost %d) under %s arrivals for %s", res.Algo, desc, p.Cost, res.Rate, dur))) + "\n")
 	b.WriteString(st.Dim.Render("the real script on the server, in virtual time (now_ms), on a temporary key that is deleted afterwards") + "\n\n")
 	pct := 0.0
 	if res.Arrivals > 0 {
@@ -268,10 +268,10 @@ func EvalScriptsText(w io.Writer, c eval.Catalog, o Options) error {
 	rows := make([][]string, 0, len(c.Scripts))
 	exported := false
 	for _, s := range c.Scripts {
-		row := []string{s.Name, s.File, short(s.SHA1), s.Summary}
+		row := printables([]string{s.Name, s.File, short(s.SHA1), s.Summary})
 		if s.Path != "" {
 			exported = true
-			row = append(row, s.Path)
+			row = append(row, Printable(s.Path))
 		}
 		rows = append(rows, row)
 	}

@@ -90,9 +90,20 @@ func simulateHTML(b *strings.Builder, res eval.SimResult) {
 	} else {
 		htmlVerdict(b, false, fmt.Sprintf("the Go model admits %d with different decisions from the script", res.Model))
 	}
+	// long simulations are grouped into at most htmlMaxBars bars
 	g := barGroup{}
-	for i, n := range res.PerSecond {
-		g.bars = append(g.bars, bar{label: strconv.Itoa(i), title: fmt.Sprintf("second %d: %d admitted", i, n), segs: []seg{{float64(n), "admitted"}}})
+	step := max(1, (len(res.PerSecond)+htmlMaxBars-1)/htmlMaxBars)
+	for i := 0; i < len(res.PerSecond); i += step {
+		end := min(i+step, len(res.PerSecond))
+		var n int64
+		for _, v := range res.PerSecond[i:end] {
+			n += int64(v)
+		}
+		title := fmt.Sprintf("second %d: %d admitted", i, n)
+		if end-i > 1 {
+			title = fmt.Sprintf("seconds %d-%d (per second): %d admitted in all", i, end-1, n)
+		}
+		g.bars = append(g.bars, bar{label: strconv.Itoa(i), title: title, segs: []seg{{float64(n) / float64(end-i), "admitted"}}})
 	}
 	b.WriteString("<h3>Admitted per virtual second</h3>\n")
 	b.WriteString(barChart{title: "admitted per virtual second", yLabel: "admitted", groups: []barGroup{g}, height: 240, ints: true}.svg())

@@ -194,10 +194,11 @@ func keyslotHTML(b *strings.Builder, res cluster.Result) {
 		fmt.Fprintf(b, "<h3>Spread of %s over %d-%d</h3>\n", htmlCode(sp.Template), sp.From, sp.To)
 		fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("%d keys on %d of %d slots; busiest slot %d holds %d keys (%s)",
 			sp.Keys, sp.SlotsUsed, cluster.Slots, sp.BusiestSlot, sp.BusiestSlotKeys, pct(sp.BusiestSlotShare))))
-		if tpl, err := cluster.ParseTemplate(sp.Template); err == nil && sp.Keys <= htmlMaxRecount && sp.To >= sp.From {
+		if tpl, err := cluster.ParseTemplate(sp.Template); err == nil && sp.To >= sp.From && uint64(sp.To-sp.From) < htmlMaxRecount {
 			counts := make([]int64, cluster.Slots)
-			for n := sp.From; n <= sp.To; n++ {
-				counts[cluster.Slot(tpl.Key(n))]++
+			// count by offset: n++ would wrap to 0 at the largest uint64
+			for i := uint64(0); i <= sp.To-sp.From; i++ {
+				counts[cluster.Slot(tpl.Key(sp.From+i))]++
 			}
 			b.WriteString(slotRangeChart(counts, res.Topology, "template keys per range of 256 slots"))
 		} else {

@@ -22,7 +22,9 @@ const loadMaxReplay = 2_000_000
 // words. ok is false when the document has no model to replay.
 func loadEnvelope(res *load.Result) (perSec []float64, desc string, ok bool) {
 	j := res.Expect
-	if j == nil || res.RatePerS <= 0 || res.Planned <= 0 || res.Planned > loadMaxReplay {
+	// A schedule longer than any run (a tiny rate) would allocate a
+	// second for every second of it: no envelope then.
+	if j == nil || !(res.RatePerS > 0) || res.Planned <= 0 || res.Planned > loadMaxReplay || float64(res.Planned)/res.RatePerS > maxSeconds {
 		return nil, "", false
 	}
 	spec := j.Model
@@ -40,7 +42,7 @@ func loadEnvelope(res *load.Result) (perSec []float64, desc string, ok bool) {
 	if err != nil {
 		return nil, "", false
 	}
-	ids := max(res.Identities, 1)
+	ids := int(min(int64(max(res.Identities, 1)), res.Planned)) // identities past the planned arrivals get none
 	ms := make([]func(int64) bool, ids)
 	for k := range ms {
 		m := lim.Model()

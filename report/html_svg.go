@@ -14,11 +14,29 @@ import (
 // comes from classes defined in the page's CSS, so the SVG carries no
 // colours of its own.
 
-// esc escapes text for HTML and SVG, attributes included.
-func esc(s string) string { return html.EscapeString(s) }
+// esc escapes text for HTML and SVG, attributes included; control bytes
+// are shown as printable shows them, so they are visible and the page
+// stays well-formed XML.
+func esc(s string) string { return html.EscapeString(Printable(s)) }
 
-// num prints a coordinate compactly.
-func num(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
+// num prints a coordinate compactly; a value that is not finite (which
+// no SVG viewer draws) prints as 0.
+func num(f float64) string { return strconv.FormatFloat(finite(f), 'f', 1, 64) }
+
+// finite clamps a value from a document to what a chart can scale: NaN
+// is 0, and magnitudes beyond maxFloat are maxFloat, so that no axis
+// overflows to Inf and no tick loop runs forever.
+func finite(f float64) float64 {
+	switch {
+	case math.IsNaN(f):
+		return 0
+	case f > maxFloat:
+		return maxFloat
+	case f < -maxFloat:
+		return -maxFloat
+	}
+	return f
+}
 
 // legendItem names a class in a chart's legend.
 type legendItem struct{ name, class string }
@@ -40,9 +58,9 @@ type bar struct {
 func (b bar) total() float64 {
 	t := 0.0
 	for _, s := range b.segs {
-		t += s.value
+		t += finite(s.value)
 	}
-	return t
+	return finite(t)
 }
 
 // barGroup is bars drawn side by side under one label.
@@ -83,6 +101,7 @@ func niceCeil(v float64) (top, step float64) {
 	if !(v > 0) || math.IsInf(v, 0) {
 		return 1, 0.2
 	}
+	v = finite(v)
 	raw := v / 5
 	p := math.Pow(10, math.Floor(math.Log10(raw)))
 	for _, m := range []float64{1, 2, 2.5, 5, 10} {
@@ -143,6 +162,9 @@ func newScale(top, bottom, minPos, maxV float64, log, ints bool) scale {
 		if sc.hi <= sc.lo {
 			sc.hi = sc.lo * 10
 		}
+		// at most twelve decades, so a denormal value cannot make the
+		// axis (and its ticks) endless
+		sc.lo = max(sc.lo, sc.hi/1e12)
 		return sc
 	}
 	sc.log = false
@@ -155,6 +177,7 @@ func newScale(top, bottom, minPos, maxV float64, log, ints bool) scale {
 
 // y is the coordinate of v; values below the range sit on the axis.
 func (sc scale) y(v float64) float64 {
+	v = finite(v)
 	if sc.log {
 		if v <= sc.lo {
 			return sc.bottom
@@ -169,12 +192,12 @@ func (sc scale) y(v float64) float64 {
 func (sc scale) ticks() []float64 {
 	var out []float64
 	if sc.log {
-		for v := sc.lo; v <= sc.hi*1.0001; v *= 10 {
+		for v := sc.lo; v <= sc.hi*1.0001 && len(out) < 16; v *= 10 {
 			out = append(out, v)
 		}
 		return out
 	}
-	for k := 0; float64(k)*sc.step <= sc.hi+sc.step/2; k++ {
+	for k := 0; float64(k)*sc.step <= sc.hi+sc.step/2 && k < 64; k++ {
 		out = append(out, math.Round(float64(k)*sc.step*1e6)/1e6)
 	}
 	return out
@@ -210,17 +233,17 @@ func (c barChart) svg() string {
 		for _, br := range g.bars {
 			maxV = max(maxV, br.total())
 			for _, s := range br.segs {
-				if s.value > 0 {
-					minPos = min(minPos, s.value)
+				if v := finite(s.value); v > 0 {
+					minPos = min(minPos, v)
 				}
 			}
 		}
 	}
 	for _, v := range c.line {
-		maxV = max(maxV, v)
+		maxV = max(maxV, finite(v))
 	}
 	if c.ref != nil {
-		maxV = max(maxV, c.ref.value)
+		maxV = max(maxV, finite(c.ref.value))
 	}
 	sc := newScale(top, bottom, minPos, maxV, c.logY, c.ints)
 	var b strings.Builder
@@ -248,11 +271,12 @@ func (c barChart) svg() string {
 			fmt.Fprintf(&b, `<g><title>%s</title>`, esc(br.title))
 			cum := 0.0
 			for _, s := range br.segs {
-				if s.value <= 0 {
+				v := finite(s.value)
+				if v <= 0 {
 					continue
 				}
-				y0, y1 := sc.y(cum), sc.y(cum+s.value)
-				cum += s.value
+				y0, y1 := sc.y(cum), sc.y(cum+v)
+				cum += v
 				fmt.Fprintf(&b, `<rect class="%s" x="%s" y="%s" width="%s" height="%s"/>`, esc(s.class), num(x+(slot-barW)/2), num(y1), num(barW), num(max(y0-y1, 0.5)))
 			}
 			b.WriteString("</g>\n")
@@ -329,11 +353,11 @@ func (c linePlot) svg() string {
 	for _, s := range c.series {
 		n = max(n, len(s.values))
 		for _, v := range s.values {
-			maxV = max(maxV, v)
+			maxV = max(maxV, finite(v))
 		}
 	}
 	for _, v := range c.bandHi {
-		maxV = max(maxV, v)
+		maxV = max(maxV, finite(v))
 	}
 	sc := newScale(top, bottom, 0, maxV, false, false)
 	var b strings.Builder

@@ -122,6 +122,24 @@ func writeJUnit(w io.Writer, suites []junitSuite) error {
 		doc.Errors += s.Errors
 	}
 	doc.Time = junitTime(total)
+	// XML 1.0 has no way to write most control bytes (encoding/xml would
+	// turn them into U+FFFD): show them as printable does instead.
+	for i := range doc.Suites {
+		s := &doc.Suites[i]
+		s.Name = Printable(s.Name)
+		for k := range s.Cases {
+			c := &s.Cases[k]
+			c.Name, c.Classname, c.SystemOut = Printable(c.Name), Printable(c.Classname), printableLines(c.SystemOut)
+			for _, f := range []*junitFailure{c.Failure, c.Error} {
+				if f != nil {
+					f.Message, f.Type, f.Text = Printable(f.Message), Printable(f.Type), printableLines(f.Text)
+				}
+			}
+			if c.Skipped != nil {
+				c.Skipped.Message = Printable(c.Skipped.Message)
+			}
+		}
+	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}

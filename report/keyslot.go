@@ -5,14 +5,54 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
 )
 
-// ksKey prints a key so that every byte is visible: as is when it is
-// plain printable ASCII without spaces or quotes, else double-quoted with
-// escapes (the form --groups files and redis-cli read back).
-func ksKey(k string) string { return cluster.QuoteArg(k) }
+// ksKey prints a key so that every byte is visible: as is when it has no
+// space, quote, backslash or control byte and is valid UTF-8, else
+// double-quoted with escapes (the form --groups files and redis-cli read
+// back). Unlike cluster.QuoteArg, valid UTF-8 such as ü is kept as is;
+// only control bytes (C0, DEL, C1) and invalid bytes become \xNN.
+func ksKey(k string) string {
+	plain := k != ""
+	for i := 0; i < len(k) && plain; {
+		r, size := utf8.DecodeRuneInString(k[i:])
+		if r <= ' ' || r == '"' || r == '\'' || r == '\\' || isControl(r) || (r == utf8.RuneError && size == 1) {
+			plain = false
+		}
+		i += size
+	}
+	if plain {
+		return k
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(k); {
+		r, size := utf8.DecodeRuneInString(k[i:])
+		switch {
+		case r == '\\' || r == '"':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case isControl(r) || (r == utf8.RuneError && size == 1):
+			for _, c := range []byte(k[i : i+size]) {
+				fmt.Fprintf(&b, `\x%02x`, c)
+			}
+		default:
+			b.WriteString(k[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('"')
+	return b.String()
+}
 
 func ksKeys(keys []string) string {
 	out := make([]string, len(keys))
@@ -41,14 +81,14 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 		b.WriteString(st.Dim.Render("offline: slots computed with the Redis Cluster rules (CRC16 of the hash tag or key, mod 16384); pass --redis URL of a cluster node to see which node serves them") + "\n")
 	}
 	if res.Notice != "" {
-		b.WriteString(st.Warn.Render("notice: "+res.Notice) + "\n")
+		b.WriteString(st.Warn.Render("notice: "+Printable(res.Notice)) + "\n")
 	}
 	if t := res.Topology; t != nil {
 		reps := 0
 		for _, sh := range t.Shards {
 			reps += len(sh.Replicas)
 		}
-		fmt.Fprintf(&b, "%s\n", st.Dim.Render(fmt.Sprintf("nodes from %s: %s, %s", t.Source, countNoun(len(t.Shards), "primary", "primaries"), countNoun(reps, "replica", "replicas"))))
+		fmt.Fprintf(&b, "%s\n", st.Dim.Render(fmt.Sprintf("nodes from %s: %s, %s", Printable(t.Source), countNoun(len(t.Shards), "primary", "primaries"), countNoun(reps, "replica", "replicas"))))
 		if u := t.Uncovered(); u > 0 {
 			b.WriteString(st.Warn.Render(fmt.Sprintf("warning: %d slots are served by no node", u)) + "\n")
 		}
@@ -75,7 +115,7 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 				if reps == "" {
 					reps = "-"
 				}
-				row = append(row, node, reps)
+				row = append(row, Printable(node), Printable(reps))
 			}
 			if res.Verify != nil && k.ServerSlot != nil {
 				v := strconv.Itoa(*k.ServerSlot)
@@ -97,7 +137,7 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 		for _, g := range res.Groups {
 			where := ""
 			if g.File != "" {
-				where = st.Dim.Render(fmt.Sprintf("  (%s:%d)", g.File, g.Line))
+				where = st.Dim.Render(fmt.Sprintf("  (%s:%d)", Printable(g.File), g.Line))
 			}
 			if !g.Crossslot {
 				slot := "no keys"
@@ -111,44 +151,44 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 			for _, sk := range g.BySlot {
 				fmt.Fprintf(&b, "      slot %d (%s): %s\n", sk.Slot, ksHashed(sk.Tag, sk.Tag != ""), ksKeys(sk.Keys))
 			}
-			fmt.Fprintf(&b, "      fix: %s\n", g.Fix)
+			fmt.Fprintf(&b, "      fix: %s\n", Printable(g.Fix))
 		}
 	}
 	if len(res.Scripts) > 0 {
 		b.WriteString("\n" + st.Title.Render("Scripts (key arguments must come from KEYS)") + "\n")
 		for _, s := range res.Scripts {
 			if len(s.Findings) == 0 {
-				fmt.Fprintf(&b, "%s  %s  %s\n", st.Verdict(true), s.File, countNoun(s.Calls, "redis call", "redis calls"))
+				fmt.Fprintf(&b, "%s  %s  %s\n", st.Verdict(true), Printable(s.File), countNoun(s.Calls, "redis call", "redis calls"))
 				continue
 			}
-			fmt.Fprintf(&b, "%s  %s  %s in %s\n", st.Verdict(false), s.File, countNoun(len(s.Findings), "finding", "findings"), countNoun(s.Calls, "redis call", "redis calls"))
+			fmt.Fprintf(&b, "%s  %s  %s in %s\n", st.Verdict(false), Printable(s.File), countNoun(len(s.Findings), "finding", "findings"), countNoun(s.Calls, "redis call", "redis calls"))
 			for _, f := range s.Findings {
-				fmt.Fprintf(&b, "      %s:%d: %s\n", f.File, f.Line, f.Message())
+				fmt.Fprintf(&b, "      %s:%d: %s\n", Printable(f.File), f.Line, Printable(f.Message()))
 			}
 		}
 	}
 	if sp := res.Spread; sp != nil {
-		b.WriteString("\n" + st.Title.Render(fmt.Sprintf("Spread of %s over %d-%d", sp.Template, sp.From, sp.To)) + "\n")
+		b.WriteString("\n" + st.Title.Render(fmt.Sprintf("Spread of %s over %d-%d", Printable(sp.Template), sp.From, sp.To)) + "\n")
 		fmt.Fprintf(&b, "%d keys on %d of %d slots; busiest slot %d holds %d keys (%s)\n",
 			sp.Keys, sp.SlotsUsed, cluster.Slots, sp.BusiestSlot, sp.BusiestSlotKeys, pct(sp.BusiestSlotShare))
 		if len(sp.Primaries) > 0 {
 			rows := make([][]string, len(sp.Primaries))
 			for i, p := range sp.Primaries {
-				rows[i] = []string{p.Node, strconv.Itoa(p.Slots), strconv.FormatInt(p.Keys, 10), pct(p.Share)}
+				rows[i] = []string{Printable(p.Node), strconv.Itoa(p.Slots), strconv.FormatInt(p.Keys, 10), pct(p.Share)}
 			}
 			b.WriteString(Table([]string{"PRIMARY", "SLOTS", "KEYS", "SHARE"}, rows, st, 1, 2, 3))
 			if sp.BusiestPrimary != "" {
-				fmt.Fprintf(&b, "busiest primary: %s with %s of the keys\n", sp.BusiestPrimary, pct(sp.BusiestShare))
+				fmt.Fprintf(&b, "busiest primary: %s with %s of the keys\n", Printable(sp.BusiestPrimary), pct(sp.BusiestShare))
 			}
 		}
 		for _, wmsg := range sp.Warnings {
-			b.WriteString(st.Warn.Render("warning: "+wmsg) + "\n")
+			b.WriteString(st.Warn.Render("warning: "+Printable(wmsg)) + "\n")
 		}
 	}
 	if sp := res.Split; sp != nil {
-		title := fmt.Sprintf("Split of %s into %d sub-keys, each carrying %s of the rate", ksKey(sp.Key), sp.Into, sp.Share)
+		title := fmt.Sprintf("Split of %s into %d sub-keys, each carrying %s of the rate", ksKey(sp.Key), sp.Into, Printable(sp.Share))
 		if sp.Rate != "" {
-			title += " (" + sp.Rate + " in all)"
+			title += " (" + Printable(sp.Rate) + " in all)"
 		}
 		b.WriteString("\n" + st.Title.Render(title) + "\n")
 		headers := []string{"SUB-KEY", "HASHED", "SLOT"}
@@ -164,19 +204,19 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 			_, tagged := cluster.Tag(s.Key)
 			row := []string{ksKey(s.Key), ksHashed(s.Tag, tagged), strconv.Itoa(s.Slot)}
 			if live {
-				row = append(row, s.Node)
+				row = append(row, Printable(s.Node))
 			}
 			if sp.Rate != "" {
-				row = append(row, s.Rate)
+				row = append(row, Printable(s.Rate))
 			}
 			rows[i] = row
 		}
 		b.WriteString(Table(headers, rows, st, 2))
-		b.WriteString(st.Dim.Render("note: "+sp.Note) + "\n")
+		b.WriteString(st.Dim.Render("note: "+Printable(sp.Note)) + "\n")
 	}
 	b.WriteString("\nverdict: " + st.Verdict(res.Pass()))
 	if len(res.Reasons) > 0 {
-		b.WriteString("  " + strings.Join(res.Reasons, "; "))
+		b.WriteString("  " + Printable(strings.Join(res.Reasons, "; ")))
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
@@ -184,13 +224,15 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 }
 
 // ksGHData escapes a workflow command's message.
+// Control bytes are shown as printable shows them (a CI log renders ANSI
+// escapes), so a newline in a key is \n, not a line break.
 func ksGHData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(Printable(s))
 }
 
 // ksGHProp escapes a workflow command's property value.
 func ksGHProp(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(Printable(s))
 }
 
 // KeyslotGitHub renders a keyslot result as GitHub Actions workflow
@@ -230,7 +272,7 @@ func KeyslotGitHub(w io.Writer, res cluster.Result) error {
 	}
 	verdict := "keyslot: PASS"
 	if !res.Pass() {
-		verdict = "keyslot: FAIL: " + strings.Join(res.Reasons, "; ")
+		verdict = "keyslot: FAIL: " + Printable(strings.Join(res.Reasons, "; "))
 	}
 	b.WriteString(verdict + "\n")
 	_, err := io.WriteString(w, b.String())

@@ -22,13 +22,13 @@ const loadMaxTimelineRows = 30
 func LoadText(w io.Writer, res *load.Result, o Options) error {
 	st := NewStyles(w, o)
 	var b strings.Builder
-	b.WriteString(st.Dim.Render("target: "+res.Method+" "+res.Target) + "\n")
+	b.WriteString(st.Dim.Render("target: "+Printable(res.Method+" "+res.Target)) + "\n")
 	ids := "no identity header"
 	if res.Identities > 0 {
 		ids = countNoun(res.Identities, "identity", "identities")
 	}
 	fmt.Fprintf(&b, "%s %s for %s, %d planned, %s, run %s\n",
-		st.Title.Render("load"), res.Rate, loadSecs(res.DurationS), res.Planned, ids, res.RunID)
+		st.Title.Render("load"), Printable(res.Rate), loadSecs(res.DurationS), res.Planned, ids, Printable(res.RunID))
 	if res.Interrupted {
 		b.WriteString(st.Warn.Render(fmt.Sprintf("interrupted after %s: the counts cover what ran; %d iterations never fell due", loadSecs(res.ElapsedS), res.NotStarted)) + "\n")
 	}
@@ -65,13 +65,13 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 
 	var th [][]string
 	for _, c := range res.Thresholds {
-		th = append(th, []string{c.Name + " <= " + c.Limit, c.Actual, st.Verdict(c.Pass)})
+		th = append(th, []string{Printable(c.Name + " <= " + c.Limit), Printable(c.Actual), st.Verdict(c.Pass)})
 	}
 	b.WriteString(Table([]string{"threshold", "actual", ""}, th, st))
 
 	if j := res.Expect; j != nil {
 		b.WriteString("\n" + st.Header.Render("verdict on the admitted count") + "\n")
-		fmt.Fprintf(&b, "  %s\n", j.Line())
+		fmt.Fprintf(&b, "  %s\n", Printable(j.Line()))
 		if j.Description != "" {
 			fmt.Fprintf(&b, "  %s\n", st.Dim.Render(fmt.Sprintf("tolerance %d = max(jitter %d, shift %d) + rounding %d + unknown %d",
 				j.Tolerance, j.Tol.Jitter, j.Tol.Shift, j.Tol.Rounding, j.Tol.Unknown)))
@@ -81,10 +81,10 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 			if r.Fits {
 				fit = "fits"
 			}
-			fmt.Fprintf(&b, "  reading %-42s expects %d ±%d: %s\n", r.Description, r.Expected, r.Tolerance, fit)
+			fmt.Fprintf(&b, "  reading %-42s expects %d ±%d: %s\n", Printable(r.Description), r.Expected, r.Tolerance, fit)
 		}
 		if j.Note != "" && j.Description != "" {
-			fmt.Fprintf(&b, "  %s\n", j.Note)
+			fmt.Fprintf(&b, "  %s\n", Printable(j.Note))
 		}
 	}
 
@@ -92,7 +92,7 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 	if res.Generator.FellBehind {
 		b.WriteString(st.Warn.Render("generator fell behind (this is the load generator's limit, not the target's):") + "\n")
 		for _, r := range res.Generator.Reasons {
-			b.WriteString("  - " + r + "\n")
+			b.WriteString("  - " + Printable(r) + "\n")
 		}
 	} else {
 		fmt.Fprintf(&b, "generator kept up: nothing dropped, lateness p99 %s ms\n", loadNum(res.Lateness.P99))
@@ -103,7 +103,7 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 	case "fail":
 		b.WriteString(st.Verdict(false) + "\n")
 		for _, m := range res.VerdictMessages {
-			b.WriteString("  - " + m + "\n")
+			b.WriteString("  - " + Printable(m) + "\n")
 		}
 	default:
 		b.WriteString(st.Warn.Render("INTERRUPTED: no verdict") + "\n")
@@ -152,7 +152,7 @@ func loadStatusLine(m map[string]int64) string {
 	for _, k := range loadSortedKeys(m) {
 		parts = append(parts, fmt.Sprintf("%s: %d", k, m[k]))
 	}
-	return strings.Join(parts, ", ")
+	return Printable(strings.Join(parts, ", "))
 }
 
 func loadFailedLine(res *load.Result) string {
@@ -162,7 +162,7 @@ func loadFailedLine(res *load.Result) string {
 		errs = append(errs, fmt.Sprintf("%s: %d", k, res.Errors[k]))
 	}
 	if len(errs) > 0 {
-		s += "; transport errors " + strings.Join(errs, ", ")
+		s += "; transport errors " + Printable(strings.Join(errs, ", "))
 	}
 	return s
 }
@@ -185,7 +185,7 @@ func loadTimelineTable(res *load.Result, st Styles) string {
 	}
 	sort.Strings(keys) // "error" sorts after the numeric codes
 	step := (len(res.Timeline) + loadMaxTimelineRows - 1) / loadMaxTimelineRows
-	headers := append([]string{"second"}, keys...)
+	headers := append([]string{"second"}, printables(keys)...)
 	var rows [][]string
 	for i := 0; i < len(res.Timeline); i += step {
 		end := min(i+step, len(res.Timeline))
@@ -219,24 +219,24 @@ func loadShare(n, of int64) string {
 
 func loadHeadersTable(h load.Headers, limited int64, st Styles) string {
 	rows := [][]string{
-		{"RateLimit", loadShare(h.RateLimit.Present, h.Responses), loadShare(h.RateLimit.Valid, h.RateLimit.Present), h.RateLimit.Example},
-		{"RateLimit-Policy", loadShare(h.Policy.Present, h.Responses), loadShare(h.Policy.Valid, h.Policy.Present), h.Policy.Example},
-		{"Retry-After on 429", loadShare(h.RetryAfter.Present, limited), loadShare(h.RetryAfter.Valid, limited), h.RetryAfter.Example},
+		{"RateLimit", loadShare(h.RateLimit.Present, h.Responses), loadShare(h.RateLimit.Valid, h.RateLimit.Present), Printable(h.RateLimit.Example)},
+		{"RateLimit-Policy", loadShare(h.Policy.Present, h.Responses), loadShare(h.Policy.Valid, h.Policy.Present), Printable(h.Policy.Example)},
+		{"Retry-After on 429", loadShare(h.RetryAfter.Present, limited), loadShare(h.RetryAfter.Valid, limited), Printable(h.RetryAfter.Example)},
 	}
 	var b strings.Builder
 	b.WriteString(Table([]string{"header", "present", "valid", "first problem"}, rows, st))
 	if h.PolicyValue != "" {
-		fmt.Fprintf(&b, "policy: RateLimit-Policy: %s\n", h.PolicyValue)
+		fmt.Fprintf(&b, "policy: RateLimit-Policy: %s\n", Printable(h.PolicyValue))
 	}
 	if limited > 0 {
 		if h.Storable429 > 0 {
-			b.WriteString(st.Warn.Render(fmt.Sprintf("%s of 429s may be stored by a cache: %s", loadShare(h.Storable429, limited), h.StorableWhy)) + "\n")
+			b.WriteString(st.Warn.Render(fmt.Sprintf("%s of 429s may be stored by a cache: %s", loadShare(h.Storable429, limited), Printable(h.StorableWhy))) + "\n")
 		} else {
 			b.WriteString("no 429 may be stored by a cache\n")
 		}
 	}
 	if h.Legacy > 0 {
-		fmt.Fprintf(&b, "legacy %s* headers on %s of responses\n", h.LegacyName, loadShare(h.Legacy, h.Responses))
+		fmt.Fprintf(&b, "legacy %s* headers on %s of responses\n", Printable(h.LegacyName), loadShare(h.Legacy, h.Responses))
 	}
 	return b.String()
 }

@@ -47,31 +47,19 @@ func Markdown(w io.Writer, doc any) error {
 var mdEscaper = strings.NewReplacer(
 	`\`, `\\`, "`", "\\`", "|", `\|`, "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
 	"<", `\<`, ">", `\>`, "#", `\#`, "~", `\~`, "&", "&amp;",
-	"\r\n", " ", "\n", " ", "\r", " ",
 )
 
-// md escapes text for a Markdown line or table cell.
-func md(s string) string { return mdEscaper.Replace(s) }
+// md escapes text for a Markdown line or table cell: control bytes as
+// printable shows them (a newline is \n, so it cannot end a table row),
+// then the characters Markdown would interpret.
+func md(s string) string { return mdEscaper.Replace(Printable(s)) }
 
 // mdCode renders s as an inline code span that survives a table: the fence
 // is longer than any run of backticks in s, and | is escaped (GFM splits
-// table cells before it reads code spans). Control characters are shown
-// as \xNN, newlines as spaces.
+// table cells before it reads code spans). Control bytes are shown as
+// printable shows them (\n, \x1b).
 func mdCode(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			b.WriteByte(' ')
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r == '|':
-			b.WriteString(`\|`)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	body := b.String()
+	body := strings.ReplaceAll(Printable(s), "|", `\|`)
 	if body == "" {
 		return "(empty)"
 	}

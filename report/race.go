@@ -24,7 +24,7 @@ func RaceSentence(res race.Result) string {
 	if len(parts) == 0 {
 		return "no strategy was raced"
 	}
-	return strings.Join(parts, "; ")
+	return Printable(strings.Join(parts, "; "))
 }
 
 // RaceText renders a race result: the sentence, the server line, one row
@@ -38,8 +38,8 @@ func RaceText(w io.Writer, res race.Result, o Options) error {
 	if res.Node != "" {
 		where = ", all on node " + res.Node
 	}
-	fmt.Fprintf(&b, "race: %d goroutines at one barrier, limit %d, %d %s, keys %s%s (deleted)\n\n",
-		res.Concurrency, res.Limit, res.Trials, plural(res.Trials, "trial", "trials"), res.Keys, where)
+	b.WriteString(Printable(fmt.Sprintf("race: %d goroutines at one barrier, limit %d, %d %s, keys %s%s (deleted)",
+		res.Concurrency, res.Limit, res.Trials, plural(res.Trials, "trial", "trials"), res.Keys, where)) + "\n\n")
 
 	headers := []string{"strategy", "atomic", "trial", "admitted", "over", "in redis", "lost", "retries", "give-ups", "errors", "p50", "p99", "wall"}
 	var rows [][]string
@@ -47,7 +47,7 @@ func RaceText(w io.Writer, res race.Result, o Options) error {
 		for t := range s.Admitted {
 			name, atomic := "", ""
 			if t == 0 {
-				name, atomic = s.Label, raceYesNo(s.AtomicExpected)
+				name, atomic = Printable(s.Label), raceYesNo(s.AtomicExpected)
 			}
 			over := strconv.Itoa(raceAt(s.OverAdmitted, t))
 			if s.AtomicExpected && raceAt(s.OverAdmitted, t) > 0 {
@@ -74,7 +74,7 @@ func RaceText(w io.Writer, res race.Result, o Options) error {
 	rows = rows[:0]
 	for _, s := range res.Strategies {
 		rows = append(rows, []string{
-			s.Label, strconv.Itoa(s.AdmittedMin), raceMedian(s.AdmittedMedian), strconv.Itoa(s.AdmittedMax),
+			Printable(s.Label), strconv.Itoa(s.AdmittedMin), raceMedian(s.AdmittedMedian), strconv.Itoa(s.AdmittedMax),
 			raceMicros(s.P50Us), raceMicros(s.P99Us), raceOutcome(s, res.Limit, st),
 		})
 	}
@@ -84,10 +84,10 @@ func RaceText(w io.Writer, res race.Result, o Options) error {
 	if res.Pass() {
 		fmt.Fprintf(&b, "verdict: %s  no strategy that must be atomic admitted more than the limit of %d\n", st.Verdict(true), res.Limit)
 	} else {
-		fmt.Fprintf(&b, "verdict: %s  %s\n", st.Verdict(false), strings.Join(res.Failures, "; "))
+		fmt.Fprintf(&b, "verdict: %s  %s\n", st.Verdict(false), Printable(strings.Join(res.Failures, "; ")))
 	}
 	for _, n := range res.Notes {
-		b.WriteString(st.Warn.Render("note: "+n) + "\n")
+		b.WriteString(st.Warn.Render("note: "+Printable(n)) + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

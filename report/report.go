@@ -115,7 +115,7 @@ func Table(headers []string, rows [][]string, st Styles, right ...int) string {
 // ServerLine is the first line of every text report: what the command ran
 // against.
 func ServerLine(s redisconn.Server, st Styles) string {
-	return st.Dim.Render("server: "+s.String()) + "\n"
+	return st.Dim.Render("server: "+Printable(s.String())) + "\n"
 }
 
 // JSON writes doc as indented JSON followed by a newline.
