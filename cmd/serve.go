@@ -33,6 +33,14 @@ type serveOptions struct {
 	Delay          time.Duration
 	KeyPrefix      string
 
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+	MaxBody           int64
+	MaxConns          int
+
 	// Changed holds the names of the flags given on the command line.
 	Changed map[string]bool
 }
@@ -56,7 +64,20 @@ A refused request gets 429 with Retry-After, Cache-Control: no-store and
 {"error":"rate_limited","retry_after_ms":N}. When Redis does not answer within
 --limiter-timeout, --fail open serves the request and --fail closed answers 503.
 GET /metrics (Prometheus text: allowed, limited, fail_open, fail_closed) is the
-only path exempt from limiting. Ctrl-C shuts down gracefully.`,
+only path exempt from limiting. Ctrl-C shuts down gracefully.
+
+Before it listens, serve runs two probe decisions (EVAL, then EVALSHA) on a
+bucket of its own, PREFIX:{probe:<uuid>}:ALGO, and deletes it: an ACL user
+that may not run the script or touch keys under --key-prefix stops serve with
+exit 3 naming the ACL rule to add. A NOPERM or a script refusing a bucket
+(foreign data under its key) later is logged once and answered per --fail;
+serve never overwrites a key it did not write.
+
+Hostile clients: headers must arrive within --read-header-timeout and the whole
+request within --read-timeout; bodies over --max-body get 413 and headers over
+--max-header-bytes 431; at most --max-conns connections are served at once
+(more wait in the accept queue); idle keep-alive connections close after
+--idle-timeout. Log lines escape control bytes.`,
 		Example: `  # a bucket of 10 refilling at 5/s on the default Redis (embedded if none)
   ratelimit serve --addr 127.0.0.1:8011 --algo token-bucket --capacity 10 --rate 5/s
   curl -i -H 'X-API-Key: alice' http://127.0.0.1:8011/hello
@@ -92,6 +113,13 @@ only path exempt from limiting. Ctrl-C shuts down gracefully.`,
 	fl.DurationVar(&opts.LimiterTimeout, "limiter-timeout", serve.DefaultRedisTimeout, "deadline per request for the limiter's Redis round trip, then --fail applies (the global --redis-timeout stays the client's own limit for dialling and commands)")
 	fl.DurationVar(&opts.Delay, "delay", 0, "make /hello take this long (a slow target for load tests)")
 	fl.StringVar(&opts.KeyPrefix, "key-prefix", serve.DefaultKeyPrefix, "prefix of the bucket keys: PREFIX:{key:<sha256>}:ALGO, PREFIX:{ip:ADDR}:ALGO")
+	fl.DurationVar(&opts.ReadHeaderTimeout, "read-header-timeout", serve.DefaultReadHeaderTimeout, "time a client has to send the request line and headers; then the connection is closed")
+	fl.DurationVar(&opts.ReadTimeout, "read-timeout", serve.DefaultReadTimeout, "time a client has to send a whole request, body included; then the connection is closed")
+	fl.DurationVar(&opts.WriteTimeout, "write-timeout", serve.DefaultWriteTimeout, "time to answer a request, counted from the end of its headers, on top of --delay")
+	fl.DurationVar(&opts.IdleTimeout, "idle-timeout", serve.DefaultIdleTimeout, "time a keep-alive connection may wait for its next request")
+	fl.IntVar(&opts.MaxHeaderBytes, "max-header-bytes", serve.DefaultMaxHeaderBytes, "largest request line plus headers in bytes (431 past it)")
+	fl.Int64Var(&opts.MaxBody, "max-body", serve.DefaultMaxBody, "largest request body in bytes (413 past it; no endpoint takes a body)")
+	fl.IntVar(&opts.MaxConns, "max-conns", serve.DefaultMaxConns, "connections served at once; further ones wait in the accept queue until one closes")
 	return c
 }
 
@@ -118,6 +146,25 @@ func (opts *serveOptions) config() (serve.Config, error) {
 	if opts.Cost <= 0 {
 		return serve.Config{}, exitcode.Usagef("--cost must be at least 1, got %d", opts.Cost)
 	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--read-header-timeout", opts.ReadHeaderTimeout}, {"--read-timeout", opts.ReadTimeout}, {"--write-timeout", opts.WriteTimeout}, {"--idle-timeout", opts.IdleTimeout}} {
+		if d.v <= 0 {
+			return serve.Config{}, exitcode.Usagef("%s must be positive, got %s (a server open to the network needs every timeout)", d.flag, d.v)
+		}
+	}
+	for _, n := range []struct {
+		flag string
+		v    int64
+	}{{"--max-header-bytes", int64(opts.MaxHeaderBytes)}, {"--max-body", opts.MaxBody}, {"--max-conns", int64(opts.MaxConns)}} {
+		if n.v <= 0 {
+			return serve.Config{}, exitcode.Usagef("%s must be at least 1, got %d", n.flag, n.v)
+		}
+	}
+	if !opts.Changed["read-header-timeout"] {
+		opts.ReadHeaderTimeout = min(opts.ReadHeaderTimeout, opts.ReadTimeout)
+	}
 	cfg := serve.Config{
 		Params: eval.Params{
 			Algo: algo, Capacity: opts.Capacity, Rate: opts.Rate, Cost: opts.Cost,
@@ -129,6 +176,14 @@ func (opts *serveOptions) config() (serve.Config, error) {
 		Fail:           fail,
 		KeyPrefix:      opts.KeyPrefix,
 		Delay:          opts.Delay,
+
+		ReadHeaderTimeout: opts.ReadHeaderTimeout,
+		ReadTimeout:       opts.ReadTimeout,
+		WriteTimeout:      opts.WriteTimeout,
+		IdleTimeout:       opts.IdleTimeout,
+		MaxHeaderBytes:    opts.MaxHeaderBytes,
+		MaxBody:           opts.MaxBody,
+		MaxConns:          opts.MaxConns,
 	}
 	if opts.KeyPrefix == "" {
 		return serve.Config{}, exitcode.Usagef("--key-prefix must not be empty")

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 	"github.com/ratelimit-dev/ratelimit/serve"
 )
@@ -27,8 +29,18 @@ func TestServeFlags(t *testing.T) {
 		{nil, func(c serve.Config) bool {
 			return c.Params.Algo == eval.TokenBucket && c.Params.Capacity == 10 && c.Params.Rate.String() == "5/s" &&
 				c.Params.Cost == 1 && c.IdentityHeader == "X-API-Key" && c.TrustProxy == 0 && c.Fail == serve.FailOpen &&
-				c.RedisTimeout == 50*time.Millisecond && c.Delay == 0 && c.KeyPrefix == "rl"
-		}, "defaults: bucket 10 at 5/s, X-API-Key, fail open after 50ms"},
+				c.RedisTimeout == 50*time.Millisecond && c.Delay == 0 && c.KeyPrefix == "rl" &&
+				c.ReadHeaderTimeout == 5*time.Second && c.ReadTimeout == 10*time.Second && c.WriteTimeout == 10*time.Second &&
+				c.IdleTimeout == time.Minute && c.MaxHeaderBytes == 16<<10 && c.MaxBody == 1<<20 && c.MaxConns == 1024
+		}, "defaults: bucket 10 at 5/s, X-API-Key, fail open after 50ms, server limits"},
+		{[]string{"--read-header-timeout", "1s", "--read-timeout", "2s", "--write-timeout", "3s", "--idle-timeout", "4s",
+			"--max-header-bytes", "4096", "--max-body", "100", "--max-conns", "8"}, func(c serve.Config) bool {
+			return c.ReadHeaderTimeout == time.Second && c.ReadTimeout == 2*time.Second && c.WriteTimeout == 3*time.Second &&
+				c.IdleTimeout == 4*time.Second && c.MaxHeaderBytes == 4096 && c.MaxBody == 100 && c.MaxConns == 8
+		}, "server limit flags"},
+		{[]string{"--read-timeout", "2s"}, func(c serve.Config) bool {
+			return c.ReadTimeout == 2*time.Second && c.ReadHeaderTimeout == 2*time.Second
+		}, "a short read timeout bounds the header timeout when that is not given"},
 		{[]string{"--algo", "token-bucket", "--capacity", "20", "--rate", "300/m", "--cost", "2"}, func(c serve.Config) bool {
 			return c.Params.Capacity == 20 && c.Params.Rate.PerSecond() == 5 && c.Params.Cost == 2
 		}, "bucket flags"},
@@ -91,6 +103,15 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "--identity-header", ""}, "--identity-header"},
 		{[]string{"serve", "--key-prefix", "a{b}"}, "--key-prefix"},
 		{[]string{"serve", "--delay", "-1s"}, "--delay"},
+		{[]string{"serve", "--read-timeout", "0s"}, "--read-timeout must be positive"},
+		{[]string{"serve", "--read-header-timeout", "-1s"}, "--read-header-timeout must be positive"},
+		{[]string{"serve", "--write-timeout", "0s"}, "--write-timeout must be positive"},
+		{[]string{"serve", "--idle-timeout", "0s"}, "--idle-timeout must be positive"},
+		{[]string{"serve", "--read-header-timeout", "20s"}, "--read-header-timeout 20s exceeds --read-timeout 10s"},
+		{[]string{"serve", "--max-body", "0"}, "--max-body must be at least 1"},
+		{[]string{"serve", "--max-header-bytes", "-5"}, "--max-header-bytes must be at least 1"},
+		{[]string{"serve", "--max-conns", "0"}, "--max-conns must be at least 1"},
+		{[]string{"serve", "--max-conns", "many"}, "--max-conns"},
 		{[]string{"serve", "extra"}, "unknown command"},
 		{[]string{"-o", "json", "serve"}, "--output"},
 	} {
@@ -214,4 +235,91 @@ func TestServeRuns(t *testing.T) {
 	if _, err := get(apiKey); err == nil {
 		t.Error("the server still answers after shutdown")
 	}
+}
+
+// TestServeACL: `ratelimit serve` as an ACL user with serve's minimal ACL
+// starts and limits exactly (12 requests on a bucket of 10: ten 200s, two
+// 429s); as a user without EVAL and EVALSHA it refuses to start, exit 3,
+// with one line naming the rule to add. Standalone and cluster.
+func TestServeACL(t *testing.T) {
+	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
+		t.Run(tg.Name, func(t *testing.T) {
+			prefix := "test-" + uuid.NewString()
+			m, err := serve.NewMiddleware(serve.Config{Client: tg.Client, Params: eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.MustParse("1/m")}, KeyPrefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Connecting asks for PING, INFO and CLUSTER SLOTS today.
+			rules := append([]string{"+ping", "+info", "+cluster|slots"}, m.ACLRules()...)
+			args := []string{"serve", "--addr", "127.0.0.1:0", "--capacity", "10", "--rate", "1/m", "--key-prefix", prefix}
+
+			t.Run("permitted", func(t *testing.T) {
+				url := redistest.ACLUser(t, tg, rules...)
+				tf := newTestFactory(t)
+				errOut := &redistest.Buffer{}
+				tf.IO.ErrOut = errOut
+				apiKey := "acl-" + uuid.NewString()
+				redistest.Cleanup(t, tg.Client, serve.APIKey(apiKey).Key(prefix, eval.TokenBucket))
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				codec := make(chan int, 1)
+				go func() { codec <- run(ctx, tf.Factory, append([]string{"--redis", url}, args...)) }()
+				base := waitServeURL(t, errOut, codec)
+				var got []int
+				for range 12 {
+					req, _ := http.NewRequest(http.MethodGet, base+"/hello", nil)
+					req.Header.Set("X-API-Key", apiKey)
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					got = append(got, resp.StatusCode)
+				}
+				if want := []int{200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 429, 429}; !slices.Equal(got, want) {
+					t.Errorf("12 requests = %v, want %v", got, want)
+				}
+				cancel()
+				if code := <-codec; code != exitcode.OK {
+					t.Errorf("serve exit after cancel = %d, want 0; stderr:\n%s", code, errOut.String())
+				}
+			})
+			t.Run("no eval, no evalsha", func(t *testing.T) {
+				denied := slices.DeleteFunc(slices.Clone(rules), func(r string) bool { return r == "+eval" || r == "+evalsha" })
+				url := redistest.ACLUser(t, tg, denied...)
+				tf := newTestFactory(t)
+				code := tf.execute(t, append([]string{"--redis", url}, args...)...)
+				e := tf.ErrOut.String()
+				if code != exitcode.Unreachable {
+					t.Errorf("serve as a user without +eval/+evalsha exit = %d, want 3; stderr:\n%s", code, e)
+				}
+				if strings.Count(e, "\n") > 2 || !strings.Contains(e, "error: serve: start-up probe") || !strings.Contains(e, "add +eval to its rules") ||
+					!strings.Contains(e, "serve's minimal ACL: +evalsha +eval ") || strings.Contains(e, "listening") {
+					t.Errorf("stderr = %q, want one error line naming +eval and the minimal ACL, and no listening line", e)
+				}
+				if _, pass, _ := strings.Cut(strings.TrimPrefix(url, "redis://"), ":"); strings.Contains(e, strings.SplitN(pass, "@", 2)[0]) {
+					t.Errorf("stderr shows the password: %q", e)
+				}
+			})
+		})
+	}
+}
+
+// waitServeURL reads the startup line of a running `ratelimit serve`.
+func waitServeURL(t *testing.T, errOut *redistest.Buffer, codec <-chan int) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		select {
+		case code := <-codec:
+			t.Fatalf("serve exited %d before listening: %s", code, errOut.String())
+		default:
+		}
+		if _, rest, ok := strings.Cut(errOut.String(), "serve: listening on "); ok {
+			url, _, _ := strings.Cut(rest, ";")
+			return url
+		}
+	}
+	t.Fatalf("no startup line on stderr: %q", errOut.String())
+	return ""
 }

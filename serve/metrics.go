@@ -21,8 +21,9 @@ const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
 //	ratelimit_requests_total{decision="fail_closed"} 0
 //
 // followed by ratelimit_limiter_unavailable_total (fail_open plus
-// fail_closed: the series to alert on) and a ratelimit_policy_info gauge
-// naming the algorithm, quota and window.
+// fail_closed: the series to alert on), ratelimit_limiter_failures_total
+// by reason (timeout, unreachable, noperm, script) and a
+// ratelimit_policy_info gauge naming the algorithm, quota and window.
 func (m *Middleware) WriteMetrics(w io.Writer) error {
 	c := m.Counts()
 	var b strings.Builder
@@ -37,6 +38,11 @@ func (m *Middleware) WriteMetrics(w io.Writer) error {
 	b.WriteString("# HELP ratelimit_limiter_unavailable_total Requests decided without the limiter because Redis failed or missed the deadline (fail open or closed).\n")
 	b.WriteString("# TYPE ratelimit_limiter_unavailable_total counter\n")
 	fmt.Fprintf(&b, "ratelimit_limiter_unavailable_total %d\n", c.FailOpen+c.FailClosed)
+	b.WriteString("# HELP ratelimit_limiter_failures_total Requests decided without the limiter, by reason: timeout, unreachable, noperm (the ACL refused the script or key), script (the script refused the bucket, e.g. foreign data).\n")
+	b.WriteString("# TYPE ratelimit_limiter_failures_total counter\n")
+	for i, name := range reasonNames {
+		fmt.Fprintf(&b, "ratelimit_limiter_failures_total{reason=%s} %d\n", labelValue(name), m.failures[i].Load())
+	}
 	b.WriteString("# HELP ratelimit_policy_info The limiter's algorithm and advertised policy (RateLimit-Policy q and w).\n")
 	b.WriteString("# TYPE ratelimit_policy_info gauge\n")
 	fmt.Fprintf(&b, "ratelimit_policy_info{algo=%s,fail=%s,quota=\"%d\",window_seconds=\"%d\"} 1\n",

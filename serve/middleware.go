@@ -17,6 +17,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
 
 // FailMode says what the middleware does when the limiter gives no answer
@@ -48,6 +49,17 @@ const (
 	DefaultPolicyName     = "default"
 	// FailRetryAfter is the Retry-After of a 503 when failing closed.
 	FailRetryAfter = time.Second
+
+	// Defaults of the HTTP server's limits (Start and Run), chosen so that a
+	// client that trickles its headers or body, or holds connections open,
+	// cannot keep the server's sockets and goroutines for long.
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 10 * time.Second
+	DefaultWriteTimeout      = 10 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultMaxHeaderBytes    = 16 << 10
+	DefaultMaxBody           = 1 << 20
+	DefaultMaxConns          = 1024
 )
 
 // Config configures the middleware (and New's handler). Zero values mean
@@ -81,8 +93,33 @@ type Config struct {
 	// target for load tests). The middleware ignores it.
 	Delay time.Duration
 	// Log receives at most one line per second about Redis trouble, with
-	// the number of failures since the last line; nil discards it.
+	// the number of failures since the last line, and one line the first
+	// time the ACL refuses the limiter (NOPERM) or the script refuses a
+	// bucket (an error reply: a key holding foreign data); nil discards it.
+	// Control bytes in every line are escaped.
 	Log io.Writer
+
+	// The HTTP server's limits, read by Start and Run (MaxBody also by New's
+	// handler). Zero means the default above; negative values are refused.
+
+	// ReadHeaderTimeout bounds reading a request's line and headers (zero:
+	// the default, or ReadTimeout if that is shorter).
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response, counted from the end of the
+	// request headers; Delay is added to it.
+	WriteTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its next request.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes caps the request line and headers (431 past it).
+	MaxHeaderBytes int
+	// MaxBody caps a request body (413 past it). No endpoint takes a body;
+	// one within the cap is read and dropped.
+	MaxBody int64
+	// MaxConns caps the connections served at once; further ones wait in
+	// the kernel's accept queue until a connection closes.
+	MaxConns int
 }
 
 func (c Config) withDefaults() Config {
@@ -106,7 +143,21 @@ func (c Config) withDefaults() Config {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
+	c.ReadTimeout = orDefault(c.ReadTimeout, DefaultReadTimeout)
+	c.ReadHeaderTimeout = orDefault(c.ReadHeaderTimeout, min(DefaultReadHeaderTimeout, c.ReadTimeout))
+	c.WriteTimeout = orDefault(c.WriteTimeout, DefaultWriteTimeout)
+	c.IdleTimeout = orDefault(c.IdleTimeout, DefaultIdleTimeout)
+	c.MaxHeaderBytes = orDefault(c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	c.MaxBody = orDefault(c.MaxBody, DefaultMaxBody)
+	c.MaxConns = orDefault(c.MaxConns, DefaultMaxConns)
 	return c
+}
+
+func orDefault[T time.Duration | int | int64](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
 }
 
 // Validate checks everything but the client, with defaults applied, so a
@@ -138,6 +189,26 @@ func (c Config) validate() error {
 	if c.Delay < 0 {
 		return exitcode.Usagef("--delay %s must not be negative", c.Delay)
 	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--read-header-timeout", c.ReadHeaderTimeout}, {"--read-timeout", c.ReadTimeout}, {"--write-timeout", c.WriteTimeout}, {"--idle-timeout", c.IdleTimeout}} {
+		if d.v < 0 {
+			return exitcode.Usagef("%s %s must be positive", d.flag, d.v)
+		}
+	}
+	if c.ReadHeaderTimeout > c.ReadTimeout {
+		return exitcode.Usagef("--read-header-timeout %s exceeds --read-timeout %s, which bounds the headers too; lower it or raise --read-timeout", c.ReadHeaderTimeout, c.ReadTimeout)
+	}
+	if c.MaxHeaderBytes < 0 {
+		return exitcode.Usagef("--max-header-bytes %d must be positive", c.MaxHeaderBytes)
+	}
+	if c.MaxBody < 0 {
+		return exitcode.Usagef("--max-body %d must be positive", c.MaxBody)
+	}
+	if c.MaxConns < 0 {
+		return exitcode.Usagef("--max-conns %d must be positive", c.MaxConns)
+	}
 	return nil
 }
 
@@ -160,10 +231,60 @@ type Middleware struct {
 	policyValue string
 
 	allowed, limited, failOpen, failClosed atomic.Int64
+	// failures counts the failed decisions by reason (the failure* constants).
+	failures [numReasons]atomic.Int64
 
 	logMu     sync.Mutex
 	logLast   time.Time
 	logMissed int64
+	// loggedOnce marks the reasons logged once and never again.
+	loggedOnce [numReasons]bool
+}
+
+// Why a decision failed: the reason label of ratelimit_limiter_failures_total.
+const (
+	reasonTimeout     = iota // no answer within RedisTimeout
+	reasonUnreachable        // connection refused or reset, BUSY, READONLY, ...
+	reasonNoPerm             // the ACL refused the script or the key (NOPERM)
+	reasonScript             // the script answered an error (a bucket holding foreign data, WRONGTYPE, ...)
+	numReasons
+)
+
+var reasonNames = [numReasons]string{"timeout", "unreachable", "noperm", "script"}
+
+// Failures are the failed decisions (fail open plus fail closed) by reason.
+type Failures struct {
+	Timeout     int64 `json:"timeout"`     // Redis did not answer within the deadline
+	Unreachable int64 `json:"unreachable"` // connection trouble, BUSY, READONLY and the like
+	NoPerm      int64 `json:"noperm"`      // the ACL user may not run the script or touch the key
+	Script      int64 `json:"script"`      // the script refused (e.g. a bucket key holding foreign data)
+}
+
+// Failures returns the failed decisions so far, by reason.
+func (m *Middleware) Failures() Failures {
+	return Failures{
+		Timeout:     m.failures[reasonTimeout].Load(),
+		Unreachable: m.failures[reasonUnreachable].Load(),
+		NoPerm:      m.failures[reasonNoPerm].Load(),
+		Script:      m.failures[reasonScript].Load(),
+	}
+}
+
+// failureReason sorts a failed decision. A script's error reply (foreign
+// data under a bucket key, WRONGTYPE) is the script refusing that key: the
+// middleware never retries it with anything that would overwrite the key.
+func failureReason(err error) int {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return reasonTimeout
+	}
+	if noPerm(err) {
+		return reasonNoPerm
+	}
+	switch redisconn.Classify(err) {
+	case redisconn.Other, redisconn.WrongType:
+		return reasonScript
+	}
+	return reasonUnreachable
 }
 
 // NewMiddleware validates cfg and returns its middleware.
@@ -243,12 +364,12 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			}
 			if m.cfg.Fail == FailClosed {
 				m.failClosed.Add(1)
-				m.logTrouble(err, "failing closed (503)")
+				m.logFailure(err, key, "failing closed (503)")
 				refuse(w, http.StatusServiceUnavailable, "limiter_unavailable", FailRetryAfter.Milliseconds())
 				return
 			}
 			m.failOpen.Add(1)
-			m.logTrouble(err, "failing open (serving)")
+			m.logFailure(err, key, "failing open (serving)")
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -330,6 +451,37 @@ func refuse(w http.ResponseWriter, status int, code string, retryMs int64) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
+// logFailure counts a failed decision by reason and logs it: a NOPERM or a
+// script's refusal once (with the ACL rule to add, or the key refused),
+// since every later request would say the same; Redis trouble at most once
+// a second.
+func (m *Middleware) logFailure(err error, key, action string) {
+	reason := failureReason(err)
+	m.failures[reason].Add(1)
+	if reason != reasonNoPerm && reason != reasonScript {
+		m.logTrouble(err, action)
+		return
+	}
+	m.logMu.Lock()
+	defer m.logMu.Unlock()
+	if m.loggedOnce[reason] {
+		return
+	}
+	m.loggedOnce[reason] = true
+	later := fmt.Sprintf("later ones are counted in ratelimit_limiter_failures_total{reason=%q}, not logged", reasonNames[reason])
+	if reason == reasonNoPerm {
+		m.logf("serve: limiter refused by the Redis ACL, %s: %v; %s; %s", action, err, m.aclHint(err), later)
+		return
+	}
+	m.logf("serve: limiter script refused bucket %s, %s; the key is left as it is: %v; %s", key, action, err, later)
+}
+
+// logf writes one line to the log with its control bytes escaped: an error
+// may quote what a client or the server sent.
+func (m *Middleware) logf(format string, args ...any) {
+	_, _ = io.WriteString(m.cfg.Log, Escape(fmt.Sprintf(format, args...))+"\n")
+}
+
 // logTrouble writes at most one line per second about Redis failures.
 func (m *Middleware) logTrouble(err error, action string) {
 	m.logMu.Lock()
@@ -344,5 +496,5 @@ func (m *Middleware) logTrouble(err error, action string) {
 		more = fmt.Sprintf(" (and %d more failures since the last line)", m.logMissed)
 	}
 	m.logLast, m.logMissed = now, 0
-	fmt.Fprintf(m.cfg.Log, "serve: limiter unavailable, %s: %v%s\n", action, err, more)
+	m.logf("serve: limiter unavailable, %s: %v%s", action, err, more)
 }

@@ -29,6 +29,30 @@
 // request, including one for an unknown path (404) or with the wrong method
 // (405), goes through the limiter first, so probing costs quota too.
 //
+// # Hostile clients
+//
+// Start and Run serve with every limit of Config in force (defaults in
+// brackets): a request's headers must arrive within ReadHeaderTimeout [5s]
+// and the whole request within ReadTimeout [10s], else the connection is
+// closed (408 once the headers are in); a response must be written within
+// WriteTimeout [10s] plus Delay; a keep-alive connection idles at most
+// IdleTimeout [60s]. Headers over MaxHeaderBytes [16 KiB] get 431 and a
+// body over MaxBody [1 MiB] 413 with {"error":"body_too_large",...}, before
+// the limiter runs. At most MaxConns [1024] connections are served at once:
+// further ones wait, unread, in the kernel's accept queue until one closes
+// (LimitListener). Log lines escape control bytes (Escape).
+//
+// # ACL
+//
+// Run probes the limiter before it listens (Middleware.Probe): EVAL, then
+// EVALSHA, of the script on a key of its own, "<prefix>:{probe:<uuid>}:<algo>",
+// deleted afterwards. A NOPERM stops it with an exit-3 error naming the
+// rule to add and serve's minimal ACL (Middleware.ACLRules: +evalsha,
+// +eval, each command the script calls, ~<prefix>:*). A NOPERM on a
+// request later, or a script refusing a bucket (a key holding data the
+// script did not write), is decided per Fail, logged once and counted in
+// ratelimit_limiter_failures_total; serve never overwrites such a key.
+//
 // # Go API
 //
 // For tests and embedding, without the CLI:
@@ -86,13 +110,61 @@ func New(cfg Config) (*Handler, error) {
 	return &Handler{Middleware: m, limited: m.Wrap(mux)}, nil
 }
 
-// ServeHTTP answers /metrics directly and everything else through the limiter.
+// ServeHTTP enforces MaxBody, then answers /metrics directly and
+// everything else through the limiter.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.readBody(w, r) {
+		return
+	}
 	if r.URL.Path == MetricsPath {
 		h.ServeMetrics(w, r)
 		return
 	}
 	h.limited.ServeHTTP(w, r)
+}
+
+// readBody enforces Config.MaxBody before anything else runs, so an
+// oversized request costs no Redis round trip. A declared Content-Length
+// over the cap gets 413 at once, unread; any other body (no endpoint takes
+// one) is read through http.MaxBytesReader and dropped, so a chunked body
+// over the cap gets 413 too, and a body trickled slowly is cut by
+// ReadTimeout instead of holding the connection. It reports whether the
+// request may go on.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) bool {
+	limit := h.cfg.MaxBody
+	if r.ContentLength > limit {
+		tooLarge(w, limit)
+		return false
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	_, err := io.Copy(io.Discard, r.Body)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		tooLarge(w, limit)
+		return false
+	case err != nil:
+		// ReadTimeout passed or the client went away mid-body: the
+		// connection cannot carry another request; close it.
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusRequestTimeout)
+		return false
+	}
+	return true
+}
+
+// tooLarge answers 413 with {"error":"body_too_large","max_body_bytes":N}
+// and closes the connection (the rest of the body is never read).
+func tooLarge(w http.ResponseWriter, limit int64) {
+	h := w.Header()
+	h.Set("Connection", "close")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = fmt.Fprintf(w, `{"error":"body_too_large","max_body_bytes":%d}`+"\n", limit)
 }
 
 func (m *Middleware) hello(w http.ResponseWriter, r *http.Request) {
@@ -160,12 +232,19 @@ type Server struct {
 
 // Start validates cfg, listens on addr (host:port; port 0 picks a free one)
 // and serves in the background until Shutdown. A busy or unusable address
-// is an exit-2 error that says what to do.
+// is an exit-2 error that says what to do. Start does not probe the
+// limiter; Run does, before it listens.
 func Start(cfg Config, addr string) (*Server, error) {
 	h, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
+	return start(h, addr)
+}
+
+// start serves h on addr with the limits of h's configuration: the
+// timeouts, MaxHeaderBytes and at most MaxConns connections at once.
+func start(h *Handler, addr string) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
@@ -173,20 +252,27 @@ func Start(cfg Config, addr string) (*Server, error) {
 		}
 		return nil, exitcode.Usagef("listen on %q: %v; --addr wants host:port such as 127.0.0.1:8011", addr, unwrapOp(err))
 	}
+	c := h.cfg
 	s := &Server{
 		h:  h,
 		ln: ln,
 		srv: &http.Server{
 			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          log.New(h.cfg.Log, "serve: ", 0),
+			ReadHeaderTimeout: c.ReadHeaderTimeout,
+			ReadTimeout:       c.ReadTimeout,
+			WriteTimeout:      c.WriteTimeout + c.Delay,
+			IdleTimeout:       c.IdleTimeout,
+			MaxHeaderBytes:    c.MaxHeaderBytes,
+			ErrorLog:          log.New(lineWriter{c.Log}, "serve: ", 0),
 		},
 		done: make(chan struct{}),
 	}
+	// serve speaks plain HTTP/1.1 (net/http offers HTTP/2 only over TLS),
+	// so the limits above are all there is to configure.
+	served := LimitListener(ln, c.MaxConns)
 	go func() {
 		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(served); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.err = fmt.Errorf("serve http on %s: %w", s.Addr(), err)
 		}
 	}()
@@ -241,12 +327,25 @@ func shutdownGrace(cfg Config) time.Duration { return 10*time.Second + cfg.Delay
 // Run starts the server on addr, writes the startup line to out, serves
 // until ctx is cancelled and then shuts down gracefully, writing a closing
 // line with the counts. A cancelled ctx is a normal end (nil error).
+//
+// Before it listens, Run probes the limiter (see Middleware.Probe): a
+// server or ACL user that cannot run the script is an exit-3 error, not a
+// server that fails open on every request.
 func Run(ctx context.Context, cfg Config, addr string, out io.Writer) error {
-	s, err := Start(cfg, addr)
+	h, err := New(cfg)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "serve: listening on %s; GET %s limited by %s\n", s.URL(), HelloPath, s.h.Describe())
+	if err := h.Probe(ctx); err != nil {
+		return err
+	}
+	s, err := start(h, addr)
+	if err != nil {
+		return err
+	}
+	c := h.cfg
+	fmt.Fprintf(out, "serve: listening on %s; GET %s limited by %s; at most %d connections, headers within %s, requests within %s, bodies up to %d bytes\n",
+		s.URL(), HelloPath, h.Describe(), c.MaxConns, c.ReadHeaderTimeout, c.ReadTimeout, c.MaxBody)
 	select {
 	case <-ctx.Done():
 	case <-s.Done():
@@ -256,7 +355,7 @@ func Run(ctx context.Context, cfg Config, addr string, out io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace(cfg))
 	defer cancel()
 	err = s.Shutdown(sctx)
-	c := s.h.Counts()
-	fmt.Fprintf(out, "serve: stopped; allowed %d, limited %d, fail open %d, fail closed %d\n", c.Allowed, c.Limited, c.FailOpen, c.FailClosed)
+	n := s.h.Counts()
+	fmt.Fprintf(out, "serve: stopped; allowed %d, limited %d, fail open %d, fail closed %d\n", n.Allowed, n.Limited, n.FailOpen, n.FailClosed)
 	return err
 }
