@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,7 +24,14 @@ type sandboxOptions struct {
 	ServerBin string
 	For       time.Duration
 	ServerArg []string
+	Timeout   time.Duration
+	// Refused names a global flag given that sandbox does not use.
+	Refused string
 }
+
+// sandboxIgnores are the global flags that choose a server to connect to;
+// sandbox starts servers and connects to none, so it refuses them.
+var sandboxIgnores = []string{"redis", "tls-ca", "tls-cert", "tls-key", "tls-skip-verify", "redis-timeout"}
 
 func newSandboxCmd(f *Factory, run func(*sandboxOptions) error) *cobra.Command {
 	opts := &sandboxOptions{f: f}
@@ -35,9 +43,25 @@ persistence off and data in a temporary directory, print the URL to pass as
 --redis, and stay in the foreground until Ctrl-C or --for elapses. Then stop
 exactly the processes it started and remove the directory.
 
-Output (-o): text (the URL on standard output) or json (url, addrs, cluster,
-product, dir). There is no markdown or junit output: sandbox checks nothing
-and reports no results, it only starts servers.`,
+Output (-o): text (the URL on standard output) or json (one startup line:
+url, addrs, cluster, product, dir). There is no markdown or junit output:
+sandbox checks nothing and reports no results, it only starts servers. It
+connects to no existing server, so --redis, --redis-timeout and the --tls-*
+flags are refused.
+
+` + fmt.Sprintf(`Ceilings: at most %d primaries, %d replicas per primary and %d nodes in all;
+--port-base from 1024, leaving room for every node (and, for a cluster, its
+bus port PORT+10000). --start-timeout bounds the whole start, cluster
+formation included.`, sandbox.MaxPrimaries, sandbox.MaxReplicas, sandbox.MaxNodes) + `
+
+--server-arg passes options to every server, read as redis-server reads its
+command line. Options that would break the sandbox's ownership or safety are
+refused (exit 2): ` + wrap(strings.Join(sandbox.RefusedArgs(), ", ")+".", 78) + `
+A server that exits at start is reported with its own last log line.
+
+Directories named ratelimit-sandbox-* in the temporary directory that a
+killed run left behind (owner process dead, no server running) are removed
+at the next start.`,
 		Example: `  # one standalone server until Ctrl-C
   ratelimit sandbox
 
@@ -55,6 +79,14 @@ and reports no results, it only starts servers.`,
 			if !c.Flags().Changed("primaries") && opts.Cluster {
 				opts.Primaries = 3
 			}
+			if c.Flags().Changed("primaries") && !opts.Cluster {
+				return exitcode.Usagef("--primaries needs --cluster")
+			}
+			for _, name := range sandboxIgnores {
+				if c.Flags().Changed(name) {
+					opts.Refused = name
+				}
+			}
 			if run != nil {
 				return run(opts)
 			}
@@ -67,8 +99,29 @@ and reports no results, it only starts servers.`,
 	c.Flags().IntVar(&opts.PortBase, "port-base", 0, "listen on PORT-BASE, PORT-BASE+1, ... instead of free ports")
 	c.Flags().StringVar(&opts.ServerBin, "server-bin", "", "server binary (default: redis-server, else valkey-server, on PATH)")
 	c.Flags().DurationVar(&opts.For, "for", 0, "stop after this long (default: until Ctrl-C)")
-	c.Flags().StringArrayVar(&opts.ServerArg, "server-arg", nil, "extra server argument, repeatable (e.g. --server-arg=--maxclients --server-arg=20000)")
+	c.Flags().StringArrayVar(&opts.ServerArg, "server-arg", nil, "extra server argument, repeatable (e.g. --server-arg=--maxclients --server-arg=20000); options that break the sandbox are refused")
+	c.Flags().DurationVar(&opts.Timeout, "start-timeout", sandbox.DefaultStartTimeout, "bound on the whole start, cluster formation included")
+	// sandbox has only these formats; its own -o replaces the global one
+	c.Flags().StringVarP(&f.Global.Output, "output", "o", "text", "output format: text (the URL) or json (one startup line)")
 	return c
+}
+
+// wrap breaks text into lines of at most width columns at spaces.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	col := 0
+	for _, w := range strings.Fields(text) {
+		if col > 0 && col+1+len(w) > width {
+			b.WriteByte('\n')
+			col = 0
+		} else if col > 0 {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += len(w)
+	}
+	return b.String()
 }
 
 type sandboxDoc struct {
@@ -86,8 +139,14 @@ func runSandbox(opts *sandboxOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.Refused != "" {
+		return exitcode.Usagef("sandbox starts its own servers and connects to none; drop --%s (pass the printed URL as --redis to the other commands)", opts.Refused)
+	}
 	if opts.For < 0 {
 		return exitcode.Usagef("--for must not be negative")
+	}
+	if opts.Timeout <= 0 {
+		return exitcode.Usagef("--start-timeout must be positive, got %s", opts.Timeout)
 	}
 	primaries := 0
 	if opts.Cluster {
@@ -98,13 +157,19 @@ func runSandbox(opts *sandboxOptions) error {
 	if opts.Cluster && primaries < 3 {
 		return exitcode.Usagef("--primaries must be at least 3 for a cluster, got %d", primaries)
 	}
-	sb, err := sandbox.Start(opts.ctx, sandbox.Config{Bin: opts.ServerBin, Primaries: primaries, Replicas: opts.Replicas, PortBase: opts.PortBase, Args: opts.ServerArg})
+	cfg := sandbox.Config{Bin: opts.ServerBin, Primaries: primaries, Replicas: opts.Replicas, PortBase: opts.PortBase, Args: opts.ServerArg, StartTimeout: opts.Timeout}
+	if err := cfg.Validate(); err != nil {
+		return exitcode.UsageError(err)
+	}
+	sb, err := sandbox.Start(opts.ctx, cfg)
 	if err != nil {
-		if errors.Is(err, sandbox.ErrNoServer) || errors.Is(err, sandbox.ErrConfig) {
+		switch {
+		case errors.Is(err, sandbox.ErrNoServer) || errors.Is(err, sandbox.ErrConfig):
 			return exitcode.UsageError(err)
-		}
-		if opts.ctx.Err() != nil {
+		case opts.ctx.Err() != nil:
 			return opts.ctx.Err()
+		case errors.Is(err, sandbox.ErrTimeout):
+			return exitcode.UnreachableError(err)
 		}
 		return fmt.Errorf("start sandbox: %w", err)
 	}

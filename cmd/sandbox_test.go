@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,166 @@ func TestSandboxClusterForDuration(t *testing.T) {
 		if conn, err := net.DialTimeout("tcp", a, 200*time.Millisecond); err == nil {
 			conn.Close()
 			t.Errorf("a server still listens on %s after sandbox returned", a)
+		}
+	}
+}
+
+// sandboxLeft lists the sandbox directories in the test's TMPDIR.
+func sandboxLeft(t *testing.T) []string {
+	t.Helper()
+	left, err := filepath.Glob(filepath.Join(os.TempDir(), "ratelimit-sandbox-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return left
+}
+
+// oneErrorLine checks that stderr is exactly one "error: " line holding want.
+func oneErrorLine(t *testing.T, args []string, stderr string, want string) {
+	t.Helper()
+	if !strings.HasPrefix(stderr, "error: ") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("ratelimit %s: stderr %q, want one error line containing %q", strings.Join(args, " "), stderr, want)
+	}
+}
+
+// TestSandboxRefusesServerArgs: arguments that would break the sandbox
+// are refused with exit 2 before any server runs (before the fix
+// --daemonize yes left a daemon behind and blamed "another server").
+func TestSandboxRefusesServerArgs(t *testing.T) {
+	redistest.Require(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--server-arg=--daemonize", "--server-arg=yes"}, `"--daemonize"`},
+		{[]string{"--server-arg=--daemonize yes"}, `"--daemonize yes"`},
+		{[]string{"--server-arg=daemonize", "--server-arg=yes"}, `"daemonize"`},
+		{[]string{"--server-arg=--DaemonIze", "--server-arg=YES"}, `"--DaemonIze"`},
+		{[]string{"--server-arg=--", "--server-arg=daemonize", "--server-arg=yes"}, `"--"`},
+		{[]string{"--server-arg=--port", "--server-arg=6379"}, "--port-base"},
+		{[]string{"--server-arg=--bind", "--server-arg=0.0.0.0"}, `"--bind"`},
+		{[]string{"--cluster", "--server-arg=--cluster-config-file", "--server-arg=/tmp/x.conf"}, `"--cluster-config-file"`},
+		{[]string{"--server-arg=--replicaof", "--server-arg=10.0.0.1", "--server-arg=6379"}, `"--replicaof"`},
+		{[]string{"--server-arg=--include", "--server-arg=/etc/redis/redis.conf"}, `"--include"`},
+		{[]string{"--server-arg=--save", "--server-arg=60 1"}, "persistence"},
+		{[]string{"--server-arg=--appendonly", "--server-arg=yes"}, "persistence"},
+		{[]string{"--server-arg=--protected-mode", "--server-arg=no"}, `"--protected-mode"`},
+		{[]string{"--server-arg=--maxclients 1\ndaemonize yes"}, "line break"},
+	} {
+		tf := newTestFactory(t)
+		args := append([]string{"sandbox", "--for", "1ms"}, tt.args...)
+		if code := tf.execute(t, args...); code != exitcode.Usage {
+			t.Errorf("ratelimit %q = exit %d, want %d; stderr %q", args, code, exitcode.Usage, tf.ErrOut.String())
+			continue
+		}
+		oneErrorLine(t, args, tf.ErrOut.String(), tt.want)
+		if tf.Out.Len() > 0 {
+			t.Errorf("ratelimit %q printed %q, want nothing on stdout", args, tf.Out.String())
+		}
+	}
+	if left := sandboxLeft(t); len(left) > 0 {
+		t.Errorf("refused sandboxes left %v", left)
+	}
+}
+
+// TestSandboxUsageErrors: bad counts, ports, formats and flags sandbox
+// does not use are refused up front with exit 2.
+func TestSandboxUsageErrors(t *testing.T) {
+	redistest.Require(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--primaries", "5"}, "--primaries needs --cluster"},
+		{[]string{"--replicas", "1"}, "--replicas needs --cluster"},
+		{[]string{"--cluster", "--primaries", "1000"}, "at most 16"},
+		{[]string{"--cluster", "--replicas", "100"}, "at most 5"},
+		{[]string{"--cluster", "--primaries", "16", "--replicas", "4"}, "at most 64"},
+		{[]string{"--cluster", "--primaries", "2"}, "at least 3"},
+		{[]string{"--port-base", "-1"}, "--port-base"},
+		{[]string{"--port-base", "80"}, "--port-base"},
+		{[]string{"--port-base", "65536"}, "--port-base"},
+		{[]string{"--cluster", "--port-base", "55534"}, "between 1024 and 55533"},
+		{[]string{"--start-timeout", "0s"}, "--start-timeout"},
+		{[]string{"--for", "-1s"}, "--for"},
+		{[]string{"--redis", "redis://127.0.0.1:1"}, "drop --redis"},
+		{[]string{"--tls-skip-verify"}, "drop --tls-skip-verify"},
+		{[]string{"--redis-timeout", "5s"}, "drop --redis-timeout"},
+		{[]string{"-o", "markdown"}, "text, json"},
+		{[]string{"-o", "junit"}, "text, json"},
+	} {
+		tf := newTestFactory(t)
+		args := append([]string{"sandbox", "--for", "1ms"}, tt.args...)
+		if code := tf.execute(t, args...); code != exitcode.Usage {
+			t.Errorf("ratelimit %q = exit %d, want %d; stderr %q", args, code, exitcode.Usage, tf.ErrOut.String())
+			continue
+		}
+		oneErrorLine(t, args, tf.ErrOut.String(), tt.want)
+	}
+	if left := sandboxLeft(t); len(left) > 0 {
+		t.Errorf("refused sandboxes left %v", left)
+	}
+}
+
+// TestSandboxServerExitReason: a server that exits at start is reported
+// in its own words, on one line, with exit 2.
+func TestSandboxServerExitReason(t *testing.T) {
+	redistest.Require(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	for _, extra := range [][]string{nil, {"--cluster"}} {
+		tf := newTestFactory(t)
+		args := append([]string{"sandbox", "--for", "1ms", "--server-arg=--maxmemory-policy", "--server-arg=nonsense"}, extra...)
+		if code := tf.execute(t, args...); code != exitcode.Usage {
+			t.Fatalf("ratelimit %q = exit %d, want %d; stderr %q", args, code, exitcode.Usage, tf.ErrOut.String())
+		}
+		oneErrorLine(t, args, tf.ErrOut.String(), `redis-server exited at start: maxmemory-policy "nonsense": argument(s) must be one of`)
+	}
+	if left := sandboxLeft(t); len(left) > 0 {
+		t.Errorf("failed sandboxes left %v", left)
+	}
+}
+
+// TestSandboxStartTimeout: the start timeout covers the whole start of a
+// cluster with replicas; past it sandbox exits 3 and leaves nothing.
+func TestSandboxStartTimeout(t *testing.T) {
+	redistest.Require(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	tf := newTestFactory(t)
+	args := []string{"sandbox", "--cluster", "--replicas", "1", "--start-timeout", "1ns", "-o", "json"}
+	if code := tf.execute(t, args...); code != exitcode.Unreachable {
+		t.Fatalf("ratelimit %q = exit %d, want %d; stderr %q", args, code, exitcode.Unreachable, tf.ErrOut.String())
+	}
+	oneErrorLine(t, args, tf.ErrOut.String(), "sandbox of 6 nodes did not start within 1ns")
+	if tf.Out.Len() > 0 {
+		t.Errorf("a sandbox that did not start printed %q", tf.Out.String())
+	}
+	if left := sandboxLeft(t); len(left) > 0 {
+		t.Errorf("a timed-out sandbox left %v", left)
+	}
+}
+
+// TestSandboxHelpListsItsFormats: sandbox's -o offers only text and json,
+// and its help states the ceilings and what --server-arg refuses.
+func TestSandboxHelpListsItsFormats(t *testing.T) {
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "sandbox", "--help"); code != exitcode.OK {
+		t.Fatalf("sandbox --help = exit %d", code)
+	}
+	help := tf.Out.String()
+	var oLine string
+	for l := range strings.Lines(help) {
+		if strings.Contains(l, "-o, --output") {
+			oLine = l
+		}
+	}
+	if !strings.Contains(oLine, "text") || !strings.Contains(oLine, "json") || strings.Contains(oLine, "markdown") || strings.Contains(oLine, "junit") {
+		t.Errorf("sandbox --help -o line = %q, want only text and json", oLine)
+	}
+	for _, want := range []string{"at most 16 primaries, 5 replicas per primary and 64 nodes", "daemonize", "protected-mode", "--start-timeout"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("sandbox --help lacks %q", want)
 		}
 	}
 }

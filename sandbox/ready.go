@@ -33,6 +33,8 @@ func client(n *Node, cfg Config) (*redis.Client, error) {
 		WriteTimeout: 2 * time.Second,
 		PoolSize:     2,
 		MaxRetries:   -1,
+		// the start's deadline bounds every command, not only the dial
+		ContextTimeoutEnabled: true,
 	}
 	if cfg.TLS != nil {
 		pem, err := os.ReadFile(cfg.TLS.CAFile)
@@ -57,7 +59,7 @@ func waitReady(ctx context.Context, n *Node, cfg Config) error {
 	var last error
 	for {
 		if !n.Running() {
-			return fmt.Errorf("server on %s %w: %v (is the port taken, or the binary too old for these options?)", n.Addr, errExitedAtStart, n.waitErr)
+			return n.exitedErr(cfg.Password)
 		}
 		if last = c.Ping(ctx).Err(); last == nil {
 			return checkOwn(ctx, c, n)
@@ -83,7 +85,10 @@ func checkOwn(ctx context.Context, c *redis.Client, n *Node) error {
 			if v == strconv.Itoa(n.PID()) {
 				return nil
 			}
-			return fmt.Errorf("port %d is already used by another server (pid %s); the sandbox never touches a server it did not start: %w", n.Port, v, errExitedAtStart)
+			return &markedError{
+				msg:   fmt.Sprintf("port %d is already used by another server (pid %s); the sandbox never touches a server it did not start", n.Port, v),
+				marks: []error{ErrConfig, errPortTaken},
+			}
 		}
 	}
 	return fmt.Errorf("server on %s reports no process_id in INFO server", n.Addr)

@@ -23,15 +23,50 @@ import (
 )
 
 // ErrConfig marks a configuration the sandbox cannot start: bad counts or
-// ports, a missing binary, or a server that exits at start (a taken port,
-// an unknown --server-arg).
+// ports, a refused server argument, a missing binary, or a server that
+// exits at start (a taken port, an unknown or invalid --server-arg).
 var ErrConfig = errors.New("sandbox configuration")
 
-var errExitedAtStart = fmt.Errorf("exited at start: %w", ErrConfig)
+// ErrTimeout marks a start that did not finish within Config.StartTimeout
+// (or the caller's deadline): every node, the slot assignment, CLUSTER
+// MEET and the replicas share that one deadline.
+var ErrTimeout = errors.New("sandbox start timed out")
 
-// configErr marks a configuration problem.
+// errPortTaken marks a start that failed because a port was taken between
+// choosing it and the server binding it; Start retries on fresh ports.
+var errPortTaken = errors.New("port taken")
+
+// Ceilings on what one sandbox starts, checked before anything runs.
+const (
+	MaxPrimaries = 16
+	MaxReplicas  = 5 // per primary
+	MaxNodes     = 64
+	// DefaultStartTimeout bounds a start when Config.StartTimeout is 0.
+	DefaultStartTimeout = 20 * time.Second
+)
+
+// markedError is an error whose text is msg alone and which matches each
+// of marks with errors.Is.
+type markedError struct {
+	msg   string
+	marks []error
+	cause error
+}
+
+func (e *markedError) Error() string { return e.msg }
+func (e *markedError) Unwrap() error { return e.cause }
+func (e *markedError) Is(target error) bool {
+	for _, m := range e.marks {
+		if m == target {
+			return true
+		}
+	}
+	return false
+}
+
+// configErr returns a one-line configuration error.
 func configErr(format string, args ...any) error {
-	return fmt.Errorf(format+" (%w)", append(args, ErrConfig)...)
+	return &markedError{msg: fmt.Sprintf(format, args...), marks: []error{ErrConfig}}
 }
 
 // ErrNoServer means no redis-server or valkey-server binary was found.
@@ -41,21 +76,27 @@ var ErrNoServer = errors.New("no redis-server or valkey-server on PATH; install 
 type Config struct {
 	// Bin is the server binary; empty finds redis-server, then valkey-server, on PATH.
 	Bin string
-	// Primaries is 0 for one standalone server, else the number of cluster primaries.
+	// Primaries is 0 for one standalone server, else the number of
+	// cluster primaries (3 to MaxPrimaries).
 	Primaries int
-	// Replicas per primary (cluster only).
+	// Replicas per primary (cluster only, at most MaxReplicas; all nodes
+	// together at most MaxNodes).
 	Replicas int
-	// PortBase makes node i listen on PortBase+i; 0 picks free ports.
+	// PortBase makes node i listen on PortBase+i (1024 or more, and a
+	// cluster's bus ports PortBase+i+10000 must fit too); 0 picks free ports.
 	PortBase int
 	// TLS, when set, makes every node serve TLS only on its port.
 	TLS *TLS
 	// Password, when set, is required by every node (requirepass / masterauth).
 	Password string
-	// Args are extra server arguments, e.g. {"--maxclients", "20000"}.
+	// Args are extra server arguments, e.g. {"--maxclients", "20000"},
+	// checked by CheckArgs.
 	Args []string
 	// Log receives the servers' own log lines; nil discards them.
 	Log io.Writer
-	// StartTimeout bounds the wait for every node (and cluster_state:ok); 0 means 20s.
+	// StartTimeout bounds the whole start: every node, the slot
+	// assignment, CLUSTER MEET, the replicas and cluster_state:ok, retries
+	// on fresh ports included; 0 means DefaultStartTimeout.
 	StartTimeout time.Duration
 }
 
@@ -71,6 +112,8 @@ type Node struct {
 	BusPort int // cluster bus port; 0 for a standalone server
 	Primary bool
 	dir     string
+	bin     string // the binary's base name, for messages
+	log     *logTail
 	cmd     *exec.Cmd
 	done    chan struct{}
 	waitErr error
@@ -107,86 +150,163 @@ func FindBinary(bin string) (string, error) {
 	return "", ErrNoServer
 }
 
-// Start launches the servers described by cfg and waits until they answer
-// (and, for a cluster, until every node reports cluster_state:ok). On error
-// everything already started is stopped again.
-func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
-	quiet()
-	// Free ports are found by binding and releasing them, so another
-	// process can take one before the server binds it; a server that
-	// exits at start is therefore retried on fresh ports.
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		var sb *Sandbox
-		sb, err = start(ctx, cfg)
-		if err == nil || cfg.PortBase != 0 || !errors.Is(err, errExitedAtStart) || ctx.Err() != nil {
-			return sb, err
-		}
+// nodes is the number of servers cfg starts.
+func (cfg Config) nodes() int {
+	if cfg.Primaries == 0 {
+		return 1
 	}
-	return nil, err
+	return cfg.Primaries * (1 + cfg.Replicas)
 }
 
-func start(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
+// Validate checks cfg without starting anything: counts within the
+// ceilings, ports in range, the timeout, and the server arguments
+// (CheckArgs). Start calls it first.
+func (cfg Config) Validate() error {
+	switch {
+	case cfg.Primaries < 0 || cfg.Replicas < 0:
+		return configErr("primaries and replicas must not be negative")
+	case cfg.Primaries > 0 && cfg.Primaries < 3:
+		return configErr("a cluster needs at least 3 primaries, got %d", cfg.Primaries)
+	case cfg.Primaries > MaxPrimaries:
+		return configErr("--primaries %d is more than the sandbox starts; use at most %d", cfg.Primaries, MaxPrimaries)
+	case cfg.Primaries == 0 && cfg.Replicas > 0:
+		return configErr("--replicas needs --cluster")
+	case cfg.Replicas > MaxReplicas:
+		return configErr("--replicas %d is more than the sandbox starts; use at most %d per primary", cfg.Replicas, MaxReplicas)
+	case cfg.nodes() > MaxNodes:
+		return configErr("%d primaries with %d replicas each make %d nodes; the sandbox starts at most %d", cfg.Primaries, cfg.Replicas, cfg.nodes(), MaxNodes)
+	case cfg.StartTimeout < 0:
+		return configErr("the start timeout must not be negative, got %s", cfg.StartTimeout)
+	}
+	if cfg.PortBase != 0 {
+		last := 65535 - (cfg.nodes() - 1)
+		what := ""
+		if cfg.Primaries > 0 {
+			last -= 10000
+			what = " (cluster bus ports are port+10000)"
+		}
+		if cfg.PortBase < 1024 || cfg.PortBase > last {
+			nodes := "1 node"
+			if cfg.nodes() > 1 {
+				nodes = strconv.Itoa(cfg.nodes()) + " nodes"
+			}
+			return configErr("--port-base must be between 1024 and %d for %s%s, got %d", last, nodes, what, cfg.PortBase)
+		}
+	}
+	return CheckArgs(cfg.Args)
+}
+
+// Start launches the servers described by cfg and waits until they answer
+// (and, for a cluster, until every node reports cluster_state:ok). cfg is
+// validated before anything runs; the whole start shares one deadline
+// (Config.StartTimeout), and a start past it fails with ErrTimeout. On
+// error everything already started is killed and its directory removed.
+// Before starting, directories that killed runs left behind are removed
+// (see removeStale).
+func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
+	sb, err := launch(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// launch is Start; on error it also returns the stopped sandbox of the
+// last attempt, if one was made, so tests can see how far it got.
+func launch(ctx context.Context, cfg Config) (*Sandbox, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	bin, err := FindBinary(cfg.Bin)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Primaries < 0 || cfg.Replicas < 0 {
-		return nil, configErr("primaries and replicas must not be negative")
-	}
-	if cfg.Primaries > 0 && cfg.Primaries < 3 {
-		return nil, configErr("a cluster needs at least 3 primaries, got %d", cfg.Primaries)
-	}
-	if cfg.Primaries == 0 && cfg.Replicas > 0 {
-		return nil, configErr("--replicas needs --cluster")
-	}
+	quiet()
 	timeout := cfg.StartTimeout
 	if timeout == 0 {
-		timeout = 20 * time.Second
+		timeout = DefaultStartTimeout
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	removeStale(os.TempDir())
+	// Free ports are found by binding and releasing them, so another
+	// process can take one before the server binds it; a start that fails
+	// on a taken port is therefore retried on fresh ports, within the
+	// same deadline.
+	var sb *Sandbox
+	for attempt := 0; attempt < 3; attempt++ {
+		sb, err = start(ctx, cfg, bin)
+		if err == nil {
+			return sb, nil
+		}
+		if cfg.PortBase != 0 || !errors.Is(err, errPortTaken) || ctx.Err() != nil {
+			break
+		}
+	}
+	if errors.Is(parent.Err(), context.Canceled) {
+		return sb, fmt.Errorf("start sandbox: %w", parent.Err())
+	}
+	if ctx.Err() != nil {
+		return sb, &markedError{
+			msg:   fmt.Sprintf("sandbox of %d nodes did not start within %s: %v; raise --start-timeout or start fewer nodes", cfg.nodes(), timeout, err),
+			marks: []error{ErrTimeout, context.DeadlineExceeded},
+			cause: err,
+		}
+	}
+	return sb, err
+}
 
-	dir, err := os.MkdirTemp("", "ratelimit-sandbox-")
+// start makes one attempt. On error it returns the killed sandbox.
+func start(ctx context.Context, cfg Config, bin string) (sb *Sandbox, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("started 0 of %d nodes: %w", cfg.nodes(), err)
+	}
+	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox dir: %w", err)
 	}
-	sb := &Sandbox{Dir: dir, Cluster: cfg.Primaries > 0, Product: productOf(bin)}
+	sb = &Sandbox{Dir: dir, Cluster: cfg.Primaries > 0, Product: productOf(bin)}
 	defer func() {
 		if err != nil {
-			_ = sb.Stop()
+			sb.kill()
 		}
 	}()
-
-	count := 1
-	if sb.Cluster {
-		count = cfg.Primaries * (1 + cfg.Replicas)
+	if err := writePID(filepath.Join(dir, ownerFile), os.Getpid()); err != nil {
+		return sb, fmt.Errorf("create sandbox dir: %w", err)
 	}
+
+	count := cfg.nodes()
 	ports, busPorts, err := pickPorts(count, cfg.PortBase, sb.Cluster)
 	if err != nil {
-		return nil, err
+		return sb, err
 	}
 	for i, port := range ports {
+		if err := ctx.Err(); err != nil {
+			return sb, fmt.Errorf("started %d of %d nodes: %w", i, count, err)
+		}
 		busPort := 0
 		if sb.Cluster {
 			busPort = busPorts[i]
 		}
 		n, err := startNode(bin, dir, i, port, busPort, cfg)
-		if err != nil {
-			return nil, err
+		if n != nil {
+			n.Primary = !sb.Cluster || i < cfg.Primaries
+			sb.Nodes = append(sb.Nodes, n)
+			sb.Addrs = append(sb.Addrs, n.Addr)
 		}
-		n.Primary = !sb.Cluster || i < cfg.Primaries
-		sb.Nodes = append(sb.Nodes, n)
-		sb.Addrs = append(sb.Addrs, n.Addr)
+		if err != nil {
+			return sb, err
+		}
 	}
 	for _, n := range sb.Nodes {
 		if err := waitReady(ctx, n, cfg); err != nil {
-			return nil, err
+			return sb, err
 		}
 	}
 	if sb.Cluster {
 		if err := formCluster(ctx, sb, cfg); err != nil {
-			return nil, err
+			return sb, err
 		}
 	}
 	scheme := "redis"
@@ -249,6 +369,8 @@ func pickPorts(count, base int, cluster bool) (ports, bus []int, err error) {
 	return all, nil, nil
 }
 
+// startNode starts one server. It returns the node whenever a process
+// was started, also together with an error.
 func startNode(bin, dir string, i, port, busPort int, cfg Config) (*Node, error) {
 	cluster := busPort > 0
 	nodeDir := filepath.Join(dir, "node-"+strconv.Itoa(i))
@@ -292,40 +414,99 @@ func startNode(bin, dir string, i, port, busPort int, cfg Config) (*Node, error)
 		)
 	}
 	args = append(args, cfg.Args...)
+	tail := &logTail{next: cfg.Log}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = nodeDir
-	cmd.Stdout = cfg.Log
-	cmd.Stderr = cfg.Log
+	// one writer for both streams, so exec copies them in one goroutine
+	cmd.Stdout = tail
+	cmd.Stderr = tail
+	// a server's child (a BGSAVE fork) may hold the output pipe open
+	cmd.WaitDelay = 2 * time.Second
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s on port %d: %w", filepath.Base(bin), port, err)
 	}
-	n := &Node{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, BusPort: busPort, dir: nodeDir, cmd: cmd, done: make(chan struct{})}
+	n := &Node{
+		Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, BusPort: busPort,
+		dir: nodeDir, bin: filepath.Base(bin), log: tail, cmd: cmd, done: make(chan struct{}),
+	}
 	go func() {
 		n.waitErr = cmd.Wait()
 		close(n.done)
 	}()
+	if err := writePID(filepath.Join(nodeDir, serverFile), cmd.Process.Pid); err != nil {
+		return n, fmt.Errorf("record server pid: %w", err)
+	}
 	return n, nil
 }
 
-// Stop ends every process the sandbox started (SIGTERM, then SIGKILL after
-// 5 s) and removes its directory. It is safe to call more than once.
+// exitedErr says why n exited at start, in the server's own words.
+func (n *Node) exitedErr(password string) error {
+	reason := n.log.reason()
+	if reason == "" {
+		reason = fmt.Sprintf("%v, with no output", n.waitErr)
+	}
+	if password != "" {
+		reason = strings.ReplaceAll(reason, password, "***")
+	}
+	marks := []error{ErrConfig}
+	if n.log.portTaken() {
+		marks = append(marks, errPortTaken)
+	}
+	return &markedError{msg: fmt.Sprintf("%s exited at start: %s", n.bin, reason), marks: marks}
+}
+
+// Stop ends every process the sandbox started (SIGTERM to all, then
+// SIGKILL to those still running after 5 s) and removes its directory. It
+// is safe to call more than once.
 func (s *Sandbox) Stop() error {
-	s.stopOnce.Do(func() {
-		var errs []error
-		for _, n := range s.Nodes {
-			if err := n.stop(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if s.Dir != "" {
-			if err := os.RemoveAll(s.Dir); err != nil {
-				errs = append(errs, fmt.Errorf("remove %s: %w", s.Dir, err))
-			}
-		}
-		s.stopErr = errors.Join(errs...)
-	})
+	s.stopOnce.Do(func() { s.stopErr = s.shutdown(syscall.SIGTERM, 5*time.Second) })
 	return s.stopErr
+}
+
+// kill ends a sandbox whose start failed: its servers hold nothing worth
+// a graceful shutdown, and the start's deadline must hold.
+func (s *Sandbox) kill() {
+	s.stopOnce.Do(func() { s.stopErr = s.shutdown(syscall.SIGKILL, 0) })
+}
+
+func (s *Sandbox) shutdown(sig syscall.Signal, grace time.Duration) error {
+	for _, n := range s.Nodes {
+		if n.Running() {
+			_ = n.cmd.Process.Signal(sig)
+		}
+	}
+	left := waitExit(s.Nodes, grace)
+	for _, n := range left {
+		_ = n.cmd.Process.Kill()
+	}
+	var errs []error
+	for _, n := range waitExit(left, 5*time.Second) {
+		errs = append(errs, fmt.Errorf("server on %s (pid %d) did not exit", n.Addr, n.PID()))
+	}
+	if s.Dir != "" {
+		if err := os.RemoveAll(s.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", s.Dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// waitExit waits up to d for nodes to exit and returns those still running.
+func waitExit(nodes []*Node, d time.Duration) []*Node {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var left []*Node
+	for _, n := range nodes {
+		select {
+		case <-n.done:
+		case <-ctx.Done():
+			if n.Running() {
+				left = append(left, n)
+			}
+		}
+	}
+	return left
 }
 
 // Running reports whether the node's process is still alive.
@@ -340,22 +521,3 @@ func (n *Node) Running() bool {
 
 // PID is the node's process id.
 func (n *Node) PID() int { return n.cmd.Process.Pid }
-
-func (n *Node) stop() error {
-	if !n.Running() {
-		return nil
-	}
-	_ = n.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-n.done:
-		return nil
-	case <-time.After(5 * time.Second):
-	}
-	_ = n.cmd.Process.Kill()
-	select {
-	case <-n.done:
-		return nil
-	case <-time.After(5 * time.Second):
-		return fmt.Errorf("server on %s did not exit", n.Addr)
-	}
-}
