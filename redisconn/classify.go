@@ -123,10 +123,13 @@ func Wrap(what string, err error) error {
 	case NoPerm:
 		return exitcode.UnreachableError(fmt.Errorf("%s: %w; %s", what, err, ACLHint(err)))
 	case Busy:
-		return exitcode.UnreachableError(fmt.Errorf("%s: %w; a script or function has run past lua-time-limit and blocks the server: stop it with SCRIPT KILL (or FUNCTION KILL), or wait for it", what, err))
+		return exitcode.UnreachableError(fmt.Errorf("%s: %w; %s", what, err, busyHint))
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+// busyHint says what a BUSY answer means and how to end it.
+const busyHint = "a script or function has run past lua-time-limit and blocks the server: stop it with SCRIPT KILL (or FUNCTION KILL), or wait for it"
 
 // ACLHint names the ACL rule that would let the user run what NOPERM
 // refused, read from the server's message (e.g. "this user has no

@@ -561,6 +561,8 @@ func connectError(opts Options, ro *redis.Options, raw string, err error, auto b
 		return exitcode.Usagef("connect redis %s: database %d does not exist there (the server's 'databases' setting is lower); use a smaller /db in %s", addr, ro.DB, in)
 	case Classify(err) == NoPerm:
 		return exitcode.Unreachablef("connect redis %s: %s; %s", addr, msg, ACLHint(err))
+	case Classify(err) == Busy:
+		return exitcode.Unreachablef("connect redis %s: %s; %s", addr, msg, busyHint)
 	case strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(lower, "invalid password") || strings.Contains(lower, "invalid username-password"):
 		return exitcode.Unreachablef("connect redis %s: %s; %s: the user name or password is wrong or missing", addr, msg, where)
 	}

@@ -20,7 +20,9 @@ func URL(raw string) string {
 		return raw
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Opaque != "" || (u.User == nil && strings.Contains(raw, "@")) {
+	// Rebuilding a URL without a host loses its slashes ("redis://" would
+	// read "redis:"): mask such text as typed.
+	if err != nil || u.Opaque != "" || u.Host == "" || (u.User == nil && strings.Contains(raw, "@")) {
 		return Redact(raw)
 	}
 	if u.RawQuery != "" {

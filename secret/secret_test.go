@@ -34,6 +34,9 @@ func TestURL(t *testing.T) {
 		{"redis:S3cr3tPW@127.0.0.1:1", "redis:xxxxx@127.0.0.1:1"},
 		{"redis://127.0.0.1:6379", "redis://127.0.0.1:6379"},
 		{"embedded", "embedded"},
+		{"redis://", "redis://"},
+		{"redis:///0?password=pw", "redis:///0?password=xxxxx"},
+		{"unix:///run/redis.sock", "unix:///run/redis.sock"},
 	}
 	for _, tt := range tests {
 		if got := URL(tt.in); got != tt.want {
