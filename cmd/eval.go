@@ -32,6 +32,7 @@ type evalOptions struct {
 	HashIdentity bool
 	Script       string
 	Function     bool
+	AllowNoTTL   bool
 	Force        bool
 	Simulate     bool
 	Arrivals     rate.Rate
@@ -124,6 +125,7 @@ Output (-o): text, json (save it for 'ratelimit report'), or markdown
 	fl.StringVar(&opts.Identity, "identity", "", "build the key as rl:{ID}:<algo> instead of giving KEY")
 	fl.BoolVar(&opts.HashIdentity, "hash-identity", false, "replace the identity with a short SHA-256 prefix, so API keys never appear in key names")
 	fl.StringVar(&opts.Script, "script", "", "run your own Lua FILE; keys and arguments follow: KEY [KEY...] , ARG [ARG...]")
+	fl.BoolVar(&opts.AllowNoTTL, "allow-no-ttl", false, "--script: accept keys the script leaves without a TTL (by default they fail the check, exit 1)")
 	fl.BoolVar(&opts.Function, "function", false, "load the script as a Redis Functions library and call it with FCALL (Redis 7+)")
 	fl.BoolVar(&opts.Force, "force", false, "let the limiter script replace a key it did not write (another type, other fields, no TTL); without it such a key is refused")
 	fl.BoolVar(&opts.Simulate, "simulate", false, "predict admissions for --arrivals over --for in virtual time (no KEY)")
@@ -156,6 +158,9 @@ func (opts *evalOptions) check() (eval.Algo, error) {
 			return "", exitcode.Usagef("--count %d must be at least 1", opts.Count)
 		}
 		return "", nil
+	}
+	if set["allow-no-ttl"] {
+		return "", exitcode.Usagef("--allow-no-ttl goes with --script: the embedded scripts set a TTL on every write")
 	}
 	algo, err := eval.ParseAlgo(opts.Algo)
 	if err != nil {
@@ -225,7 +230,7 @@ func runEval(opts *evalOptions) error {
 	}
 	eo := eval.Options{
 		Params: opts.params(algo), Identity: opts.Identity, HashIdentity: opts.HashIdentity,
-		Count: opts.Count, Interval: opts.Interval, Function: opts.Function,
+		Count: opts.Count, Interval: opts.Interval, Function: opts.Function, AllowNoTTL: opts.AllowNoTTL,
 	}
 	if opts.Script != "" {
 		eo.ScriptFile, eo.ScriptWords, eo.ScriptSource = opts.Script, opts.Args, src
@@ -259,5 +264,16 @@ func runEval(opts *evalOptions) error {
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	return report.Render(f.IO.Out, format, res, f.ReportOptions())
+	if err := report.Render(f.IO.Out, format, res, f.ReportOptions()); err != nil {
+		return err
+	}
+	if !res.NoTTL.Pass() {
+		n := len(res.NoTTL.Keys)
+		noun := "keys"
+		if n == 1 {
+			noun = "key"
+		}
+		return exitcode.Failf("%d %s without a TTL: they never expire; set a TTL on every write (PEXPIRE in the same script), or pass --allow-no-ttl", n, noun)
+	}
+	return nil
 }

@@ -207,20 +207,56 @@ func TestEvalCommandOnAllTargets(t *testing.T) {
 	}
 }
 
-func TestEvalCommandScriptText(t *testing.T) {
-	tg := redistest.Standalone(t)
-	key := redistest.Key(t, "leak")
-	redistest.Cleanup(t, tg.Client, key, key+":total")
-	tf := newTestFactory(t)
-	script := filepath.Join("..", "eval", "testdata", "leaky_counter.lua")
-	if code := tf.execute(t, "eval", "--redis", tg.URL, "--script", script, key, ",", "1", "-n", "2"); code != 0 {
-		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
+// TestEvalNoTTLGates: a key a script leaves without a TTL fails the check
+// (exit 1) in every format, --allow-no-ttl accepts it (exit 0), and a
+// script that sets its TTLs passes: the negative control.
+func TestEvalNoTTLGates(t *testing.T) {
+	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
+		t.Run(tg.Name, func(t *testing.T) {
+			leaky := filepath.Join("..", "eval", "testdata", "leaky_counter.lua")
+			for _, format := range []string{"text", "json", "markdown"} {
+				key := redistest.Key(t, "leak")
+				redistest.Cleanup(t, tg.Client, key, key+":total")
+				tf := newTestFactory(t)
+				code := tf.execute(t, "eval", "--redis", tg.URL, "-o", format, "--script", leaky, key, ",", "1", "-n", "2")
+				if code != exitcode.Failed || !strings.Contains(tf.ErrOut.String(), "2 keys without a TTL") || !strings.Contains(tf.ErrOut.String(), "--allow-no-ttl") {
+					t.Errorf("-o %s: leaky script exit %d, stderr %q; want exit 1 naming 2 keys and --allow-no-ttl", format, code, tf.ErrOut.String())
+				}
+				out := tf.Out.String()
+				if format == "text" {
+					for _, want := range []string{"allowed  remaining", "1 allowed, 1 refused", "FAIL: 2 keys without a TTL", key + ":total"} {
+						if !strings.Contains(out, want) {
+							t.Errorf("text lacks %q:\n%s", want, out)
+						}
+					}
+				}
+				if format == "markdown" && !strings.Contains(out, "**FAIL**") {
+					t.Errorf("markdown does not say FAIL:\n%s", out)
+				}
+			}
+
+			key := redistest.Key(t, "leak")
+			redistest.Cleanup(t, tg.Client, key, key+":total")
+			tf := newTestFactory(t)
+			if code := tf.execute(t, "eval", "--redis", tg.URL, "--allow-no-ttl", "--script", leaky, key, ",", "1", "-n", "2"); code != exitcode.OK {
+				t.Errorf("--allow-no-ttl exit %d: %s", code, tf.ErrOut.String())
+			}
+			if !strings.Contains(tf.Out.String(), "accepted with --allow-no-ttl") {
+				t.Errorf("text does not say the keys were accepted:\n%s", tf.Out.String())
+			}
+
+			good := writeFile(t, "ttl.lua", "redis.call('SET', KEYS[1], ARGV[1], 'PX', 60000) return {1, 0}")
+			key = redistest.Key(t, "good")
+			redistest.Cleanup(t, tg.Client, key)
+			tf = newTestFactory(t)
+			if code := tf.execute(t, "eval", "--redis", tg.URL, "--script", good, key, ",", "1", "-n", "2"); code != exitcode.OK {
+				t.Errorf("a script that sets TTLs: exit %d: %s", code, tf.ErrOut.String())
+			}
+		})
 	}
-	out := tf.Out.String()
-	for _, want := range []string{"allowed  remaining", "1 allowed, 1 refused", "2 key(s) without a TTL", key + ":total"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "eval", "--redis", "embedded", "k", "--capacity", "1", "--rate", "1/s", "--allow-no-ttl"); code != exitcode.Usage {
+		t.Errorf("--allow-no-ttl without --script: exit %d, want 2", code)
 	}
 }
 

@@ -51,6 +51,9 @@ type Options struct {
 	// to block the server. Never set it for a server another process
 	// started (a sandbox, a shared or production server).
 	OwnServer bool
+	// AllowNoTTL accepts keys a user script leaves without a TTL
+	// (--allow-no-ttl); otherwise they fail the TTL check.
+	AllowNoTTL bool
 
 	// Now reads the clock for the {now_ms} placeholder; nil is time.Now.
 	Now func() time.Time

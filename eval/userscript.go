@@ -106,6 +106,9 @@ func runUserScript(ctx context.Context, c redis.UniversalClient, opts Options) (
 	if res.NoTTL, err = check.finish(ctx); err != nil {
 		return res, err
 	}
+	if res.NoTTL != nil {
+		res.NoTTL.Allowed = opts.AllowNoTTL && len(res.NoTTL.Keys) > 0
+	}
 	return res, nil
 }
 

@@ -192,7 +192,11 @@ func noTTLText(c *eval.TTLCheck, st Styles) string {
 		b.WriteString(st.Pass.Render("no key without a TTL") + st.Dim.Render("; "+checked) + "\n")
 		return b.String()
 	}
-	b.WriteString(st.Warn.Render(fmt.Sprintf("%d key(s) without a TTL: they never expire", len(c.Keys))) + "\n")
+	if c.Allowed {
+		b.WriteString(st.Warn.Render(fmt.Sprintf("%s without a TTL: they never expire (accepted with --allow-no-ttl)", countNoun(len(c.Keys), "key", "keys"))) + "\n")
+	} else {
+		b.WriteString(st.Fail.Render(fmt.Sprintf("FAIL: %s without a TTL: they never expire", countNoun(len(c.Keys), "key", "keys"))) + "\n")
+	}
 	rows := make([][]string, 0, len(c.Keys))
 	for _, k := range c.Keys {
 		how := "passed in KEYS"
