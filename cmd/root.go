@@ -17,6 +17,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/secret"
+	"github.com/ratelimit-dev/ratelimit/version"
 )
 
 // Execute runs the root command with os.Args and returns the exit code.
@@ -202,6 +203,8 @@ Exit codes: 0 ok, 1 a check or verdict failed, 2 usage or bad input,
 	pf.BoolVar(&g.NoColor, "no-color", false, "disable colour (NO_COLOR is honoured too)")
 	pf.DurationVar(&g.RedisTimeout, "redis-timeout", g.RedisTimeout, "timeout for dialling and for each Redis command (positive, e.g. 500ms)")
 	addCommands(root, f)
+	root.Version = version.Get().String()
+	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }
 
@@ -215,4 +218,6 @@ func addCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newScriptsCmd(f, nil))
 	root.AddCommand(newLoadCmd(f, nil))
 	root.AddCommand(newReportCmd(f, nil))
+	root.AddCommand(newVersionCmd(f, nil))
+	root.AddCommand(newCompletionCmd(f, nil))
 }
