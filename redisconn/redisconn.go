@@ -18,6 +18,7 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -365,12 +366,60 @@ func reason(err error, u *url.URL) string {
 	if i := strings.Index(msg, "URL path:"); i >= 0 {
 		msg = msg[:i] + "URL path (want /db, e.g. /0)"
 	}
+	if i := strings.Index(msg, "unexpected option"); i >= 0 {
+		// go-redis echoes the option names as typed; a name is the
+		// user's text and may be a misplaced password ("?:pw@h")
+		msg = msg[:i] + unexpectedOptions(u)
+	}
 	msg = strings.Join(strings.Fields(msg), " ")
 	msg = strings.TrimRight(msg, ": ")
 	if msg == "" {
 		msg = "it does not parse"
 	}
 	return secret.Redact(scrub(msg, u))
+}
+
+var optionName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,31}$`)
+
+// unexpectedOptions names the query options go-redis refused, showing only
+// names that look like option names.
+func unexpectedOptions(u *url.URL) string {
+	if u == nil {
+		return "unexpected query option"
+	}
+	var names []string
+	hidden := 0
+	for k := range u.Query() {
+		switch {
+		case knownOption(k):
+		case optionName.MatchString(k):
+			names = append(names, k)
+		default:
+			hidden++
+		}
+	}
+	sort.Strings(names)
+	switch {
+	case len(names) > 0 && hidden == 0:
+		return "unexpected query option " + strings.Join(names, ", ")
+	case len(names) > 0:
+		return fmt.Sprintf("unexpected query options %s and %d more (not shown)", strings.Join(names, ", "), hidden)
+	}
+	return "unexpected query option (not shown: it does not look like an option name)"
+}
+
+// knownOption reports whether go-redis takes k as a URL query option.
+func knownOption(k string) bool {
+	switch k {
+	case "protocol", "client_name", "max_retries", "min_retry_backoff", "max_retry_backoff",
+		"dial_timeout", "read_timeout", "write_timeout", "pool_fifo", "pool_size", "pool_timeout",
+		"min_idle_conns", "max_idle_conns", "max_active_conns", "conn_max_idle_time", "conn_max_lifetime",
+		"idle_timeout", "max_age", "skip_verify", "db", "addr", "password", "username",
+		"identity_suffix", "unstable_resp3", "context_timeout_enabled", "read_buffer_size", "write_buffer_size",
+		"dialer_retries", "dialer_retry_timeout", "idle_check_frequency":
+		return true
+	}
+	return false
 }
 
 // Redact returns the URL with any password replaced by "xxxxx", whether

@@ -22,7 +22,10 @@ func URL(raw string) string {
 	u, err := url.Parse(raw)
 	// Rebuilding a URL without a host loses its slashes ("redis://" would
 	// read "redis:"): mask such text as typed.
-	if err != nil || u.Opaque != "" || u.Host == "" || (u.User == nil && strings.Contains(raw, "@")) {
+	// An '@' after the host ("//@h#:pw@x") leaves the parser's idea of the
+	// userinfo and the reader's apart: mask as typed, too.
+	if err != nil || u.Opaque != "" || u.Host == "" || (u.User == nil && strings.Contains(raw, "@")) ||
+		strings.ContainsRune(u.Path+u.RawQuery+u.Fragment, '@') {
 		return Redact(raw)
 	}
 	if u.RawQuery != "" {

@@ -37,6 +37,10 @@ func TestURL(t *testing.T) {
 		{"redis://", "redis://"},
 		{"redis:///0?password=pw", "redis:///0?password=xxxxx"},
 		{"unix:///run/redis.sock", "unix:///run/redis.sock"},
+		// found by FuzzPasswordNotShown: the parser takes "@0" for the
+		// authority and the rest for a fragment
+		{"//@0#:S3cr3tPW@0", "//@0#:xxxxx@0"},
+		{"redis://h:1/0?x=a:S3cr3tPW@h", "redis://h:xxxxx@h"}, // ambiguous: masks more
 	}
 	for _, tt := range tests {
 		if got := URL(tt.in); got != tt.want {
