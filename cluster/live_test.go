@@ -240,6 +240,38 @@ func TestSplitAndSpreadOnCluster(t *testing.T) {
 	if len(nodes) != 3 {
 		t.Errorf("3-way split uses primaries %v, want 3 different ones", nodes)
 	}
+	// The server agrees on the slots, and the topology on their primaries.
+	keys := make([]string, len(sp.SubKeys))
+	for i, s := range sp.SubKeys {
+		keys[i] = s.Key
+	}
+	got, err := ServerSlots(ctx, c.Client, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]bool{}
+	for i, s := range sp.SubKeys {
+		if got[i] != s.Slot {
+			t.Errorf("CLUSTER KEYSLOT %q = %d, split says %d", s.Key, got[i], s.Slot)
+		}
+		owners[top.Owner(got[i]).Primary] = true
+	}
+	if len(owners) != 3 || sp.Placement != "cluster" || !strings.Contains(sp.Note, "each sub-key is on its own primary (3 of 3 primaries)") {
+		t.Errorf("3-way split: slots %v on primaries %v, placement %q, note %q", got, owners, sp.Placement, sp.Note)
+	}
+	four, err := ProposeSplit("rl:{tenant:7}:tb", 4, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perNode := map[string]int{}
+	for _, s := range four.SubKeys {
+		perNode[s.Node]++
+	}
+	if len(perNode) != 3 || four.MostPerPrimary != 2 ||
+		!strings.Contains(four.Note, "4 sub-keys over 3 primaries cannot each have their own") ||
+		!strings.Contains(four.Note, "holds 2") || !strings.Contains(four.Note, "split into at most 3") {
+		t.Errorf("4-way split over 3 primaries: per primary %v, note %q; want one holding two, and why", perNode, four.Note)
+	}
 	tpl, _ := ParseTemplate("rl:{tenant:%d}:tb")
 	spread := SpreadOf(tpl, 1, 30000, top)
 	var sum int64

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -247,8 +248,12 @@ type SubKey struct {
 	Key  string `json:"key"`
 	Tag  string `json:"tag"`
 	Slot int    `json:"slot"`
+	// Node is the primary serving Slot on the live cluster.
 	Node string `json:"node,omitempty"`
-	Rate string `json:"rate,omitempty"`
+	// Range is, offline, the slot range of the default layout that Slot
+	// falls in ("0-5460"): which primary serves it is unknown.
+	Range string `json:"range,omitempty"`
+	Rate  string `json:"rate,omitempty"`
 }
 
 // Split proposes sub-keys that spread one hot key over slots.
@@ -257,11 +262,23 @@ type Split struct {
 	Into  int    `json:"into"`
 	Share string `json:"share"`
 	Rate  string `json:"rate,omitempty"`
+	// Placement is "cluster" when the sub-keys were placed on the primaries
+	// of a live cluster, "assumed" when, offline, they were spread over the
+	// slot ranges of the default layout (DefaultPrimaries primaries) and
+	// which node serves them is unknown.
+	Placement string `json:"placement"`
+	// Primaries is how many primaries (or default ranges) the sub-keys were
+	// spread over; MostPerPrimary is the most sub-keys any of them holds.
+	Primaries      int `json:"primaries"`
+	MostPerPrimary int `json:"most_per_primary"`
 	// Consecutive is true when the sub-keys are numbered First..First+Into-1.
 	Consecutive bool     `json:"consecutive"`
 	First       int      `json:"first"`
 	SubKeys     []SubKey `json:"sub_keys"`
-	Note        string   `json:"note"`
+	// Notes say how a client picks a sub-key and where the sub-keys are;
+	// Note is the same, joined with "; ".
+	Notes []string `json:"notes"`
+	Note  string   `json:"note"`
 }
 
 // MaxSplit bounds --into.
@@ -269,6 +286,31 @@ const MaxSplit = 1024
 
 // ErrSplitRange is returned for --into outside 2..MaxSplit.
 var ErrSplitRange = fmt.Errorf("--into must be from 2 to %d", MaxSplit)
+
+// DefaultPrimaries is how many primaries an offline split assumes: the
+// smallest cluster redis-cli --cluster create makes.
+const DefaultPrimaries = 3
+
+// EvenRanges returns the slot ranges redis-cli --cluster create gives p
+// primaries (p >= 1): 16384/p slots each, rounded the way redis-cli
+// rounds, the last range ending at 16383. For 3 primaries they are
+// 0-5460, 5461-10922 and 10923-16383.
+func EvenRanges(p int) [][2]int {
+	p = max(p, 1)
+	per := float64(Slots) / float64(p)
+	out := make([][2]int, 0, p)
+	first, cursor := 0, 0.0
+	for j := range p {
+		last := int(math.Round(cursor + per - 1))
+		if last > Slots-1 || j == p-1 {
+			last = Slots - 1
+		}
+		last = max(last, first)
+		out = append(out, [2]int{first, last})
+		first, cursor = last+1, cursor+per
+	}
+	return out
+}
 
 // SubKeyName returns the i-th candidate sub-key of key: with a hash tag T
 // the tag becomes T:i (rl:{tenant:7}:tb -> rl:{tenant:7:3}:tb), without one
@@ -282,9 +324,56 @@ func SubKeyName(key string, i int) string {
 	return key + ":" + strconv.Itoa(i)
 }
 
-// ProposeSplit picks n sub-keys of key on n different slots; with a
-// topology it also spreads them evenly over the primaries (every primary
-// gets one before any gets two). It prefers n consecutive numbers
+// splitBins are the places sub-keys are spread over: the primaries of a
+// live cluster, or offline the ranges of the default layout.
+type splitBins struct {
+	names []string           // a primary's address, or a range "0-5460"
+	of    func(slot int) int // index into names, -1 when no bin serves slot
+	live  bool
+}
+
+func binsOf(top *Topology) splitBins {
+	if top == nil {
+		ranges := EvenRanges(DefaultPrimaries)
+		b := splitBins{}
+		for _, r := range ranges {
+			b.names = append(b.names, fmt.Sprintf("%d-%d", r[0], r[1]))
+		}
+		b.of = func(slot int) int {
+			for i, r := range ranges {
+				if slot >= r[0] && slot <= r[1] {
+					return i
+				}
+			}
+			return -1
+		}
+		return b
+	}
+	b := splitBins{live: true}
+	index := map[string]int{}
+	for _, sh := range top.Shards {
+		if len(sh.Ranges) > 0 {
+			index[sh.Primary] = len(b.names)
+			b.names = append(b.names, sh.Primary)
+		}
+	}
+	b.of = func(slot int) int {
+		if sh := top.Owner(slot); sh != nil {
+			if i, ok := index[sh.Primary]; ok {
+				return i
+			}
+		}
+		return -1
+	}
+	return b
+}
+
+// ProposeSplit picks n sub-keys of key on n different slots, spread evenly
+// over the primaries of top (every primary gets one before any gets two),
+// or, with no topology, over the slot ranges of the default layout
+// (EvenRanges(DefaultPrimaries)), since which node serves a slot is then
+// unknown. It is a pure function of its arguments: the same input always
+// gives the same proposal. It prefers n consecutive numbers
 // (SubKeyName(key, off) ... SubKeyName(key, off+n-1), the smallest such
 // off), so an application can pick a sub-key with off+rand(n); when no run
 // of numbers works it picks numbers one by one.
@@ -292,80 +381,141 @@ func ProposeSplit(key string, n int, top *Topology) (Split, error) {
 	if n < 2 || n > MaxSplit {
 		return Split{}, ErrSplitRange
 	}
-	var nodes []string
-	if top != nil {
-		for _, sh := range top.Shards {
-			if len(sh.Ranges) > 0 {
-				nodes = append(nodes, sh.Primary)
-			}
-		}
+	bins := binsOf(top)
+	if len(bins.names) == 0 {
+		return Split{}, errors.New("the cluster has no primary serving slots; split offline without --redis or fix the cluster")
 	}
-	sp := Split{Key: key, Into: n, Share: fmt.Sprintf("1/%d", n)}
-	consecutive := false
+	sp := Split{Key: key, Into: n, Share: fmt.Sprintf("1/%d", n), Placement: "assumed", Primaries: len(bins.names)}
+	if bins.live {
+		sp.Placement = "cluster"
+	}
 	if n <= 256 {
-		for off := 0; off < 10000 && !consecutive; off++ {
-			sp.SubKeys, consecutive = pickSubKeys(key, n, top, nodes, off, true)
+		for off := 0; off < 10000 && !sp.Consecutive; off++ {
+			sp.SubKeys, sp.Consecutive = balancedRun(key, n, bins, off)
 			sp.First = off
 		}
 	}
-	sp.Consecutive = consecutive
-	if !consecutive {
+	if !sp.Consecutive {
 		sp.First = 0
 		var ok bool
-		if sp.SubKeys, ok = pickSubKeys(key, n, top, nodes, 0, false); !ok {
-			return Split{}, errors.New("could not find enough sub-keys on different slots")
+		if sp.SubKeys, ok = pickSubKeys(key, n, bins, true); !ok {
+			// A primary with too few slots for its share: give up the
+			// balance, keep the slots distinct.
+			if sp.SubKeys, ok = pickSubKeys(key, n, bins, false); !ok {
+				return Split{}, errors.New("could not find enough sub-keys on different slots")
+			}
 		}
 	}
-	sp.Note = "each request picks one of these sub-keys (at random or round robin) and is checked against 1/N of the limit"
-	if consecutive {
-		sp.Note = fmt.Sprintf("each request picks sub-key number %d+rand(%d) (at random or round robin) and is checked against 1/N of the limit", sp.First, n)
+	perBin := make([]int, len(bins.names))
+	for _, s := range sp.SubKeys {
+		perBin[bins.of(s.Slot)]++
 	}
-	if _, ok := Tag(key); ok {
-		sp.Note += "; keys a script uses together with this one must carry the same new tag"
-	}
-	if len(nodes) > 0 && n > len(nodes) {
-		sp.Note += fmt.Sprintf("; %d sub-keys over %d primaries: some primaries hold more than one", n, len(nodes))
-	}
+	sp.MostPerPrimary = slices.Max(perBin)
+	sp.Notes = splitNotes(sp, bins, perBin)
+	sp.Note = strings.Join(sp.Notes, "; ")
 	return sp, nil
 }
 
-// pickSubKeys tries numbers from off: with consecutive, exactly off..off+n-1
-// must all fit, else numbers that do not fit are skipped. A number fits
-// when its slot is new and, on a live cluster, its primary holds no more
-// sub-keys than any other.
-func pickSubKeys(key string, n int, top *Topology, nodes []string, off int, consecutive bool) ([]SubKey, bool) {
-	perNode := map[string]int{}
-	used := map[int]bool{}
-	subs := make([]SubKey, 0, n)
-	limit := off + n
-	if !consecutive {
-		limit = 1000 * MaxSplit
+// splitNotes say how a client picks a sub-key, for the numbers proposed,
+// and where the sub-keys are.
+func splitNotes(sp Split, bins splitBins, perBin []int) []string {
+	n := len(sp.SubKeys)
+	var notes []string
+	if sp.Consecutive {
+		pick := fmt.Sprintf("rand(%d)", n)
+		if sp.First > 0 {
+			pick = fmt.Sprintf("%d+rand(%d)", sp.First, n)
+		}
+		notes = append(notes, fmt.Sprintf("each request picks one sub-key, number %d to %d (%s, or round robin), and is checked against 1/%d of the limit",
+			sp.First, sp.First+n-1, pick, n))
+	} else {
+		notes = append(notes, fmt.Sprintf("each request picks one of these %d sub-keys (their numbers are not consecutive: keep the list; at random or round robin) and is checked against 1/%d of the limit", n, n))
 	}
-	for i := off; len(subs) < n && i < limit; i++ {
+	if _, ok := Tag(sp.Key); ok {
+		notes = append(notes, "keys a script uses together with this one must carry the same new tag")
+	}
+	var crowded []string
+	for i, c := range perBin {
+		if c > 1 {
+			crowded = append(crowded, fmt.Sprintf("%s holds %d", bins.names[i], c))
+		}
+	}
+	p := len(bins.names)
+	if bins.live {
+		switch {
+		case len(crowded) == 0:
+			notes = append(notes, fmt.Sprintf("each sub-key is on its own primary (%d of %d primaries)", n, p))
+		case n > p:
+			notes = append(notes, fmt.Sprintf("%d sub-keys over %d primaries cannot each have their own: %s (split into at most %d, or add primaries, for one sub-key per primary)",
+				n, p, strings.Join(crowded, ", "), p))
+		default:
+			notes = append(notes, fmt.Sprintf("a primary serves too few slots for one sub-key each: %s", strings.Join(crowded, ", ")))
+		}
+		return notes
+	}
+	notes = append(notes, fmt.Sprintf("placement unknown (offline): spread over the slot ranges of a default %d-primary cluster as redis-cli --cluster create makes it (%s); pass --redis URL of a cluster node to place them on its primaries",
+		p, strings.Join(bins.names, ", ")))
+	if len(crowded) > 0 {
+		notes = append(notes, fmt.Sprintf("%d sub-keys over %d ranges: %s", n, p, strings.Join(crowded, ", ")))
+	}
+	return notes
+}
+
+// balancedRun reports whether the numbers off..off+n-1 give n sub-keys on
+// distinct slots, spread evenly over the bins: each gets n/len(bins)
+// rounded down or up.
+func balancedRun(key string, n int, bins splitBins, off int) ([]SubKey, bool) {
+	used := map[int]bool{}
+	perBin := make([]int, len(bins.names))
+	ceil := (n + len(bins.names) - 1) / len(bins.names)
+	floor := n / len(bins.names)
+	subs := make([]SubKey, 0, n)
+	for i := off; i < off+n; i++ {
 		k := SubKeyName(key, i)
 		s := Slot(k)
-		fits := !used[s]
-		var node string
-		if fits && len(nodes) > 0 {
-			sh := top.Owner(s)
-			least := perNode[nodes[0]]
-			for _, nd := range nodes {
-				least = min(least, perNode[nd])
-			}
-			fits = sh != nil && perNode[sh.Primary] == least
-			if fits {
-				node = sh.Primary
-			}
+		bin := bins.of(s)
+		if used[s] || bin < 0 || perBin[bin] == ceil {
+			return nil, false
 		}
-		if !fits {
-			if consecutive {
-				return nil, false
-			}
+		used[s] = true
+		perBin[bin]++
+		subs = append(subs, subKey(k, s, bins, bin))
+	}
+	for _, c := range perBin {
+		if c < floor {
+			return nil, false
+		}
+	}
+	return subs, true
+}
+
+func subKey(k string, s int, bins splitBins, bin int) SubKey {
+	sk := SubKey{Key: k, Tag: Hashed(k), Slot: s}
+	if bins.live {
+		sk.Node = bins.names[bin]
+	} else {
+		sk.Range = bins.names[bin]
+	}
+	return sk
+}
+
+// pickSubKeys tries numbers from 0, skipping those that do not fit: a
+// number fits when its slot is new, some bin serves it and, with balance,
+// that bin holds no more sub-keys than any other.
+func pickSubKeys(key string, n int, bins splitBins, balance bool) ([]SubKey, bool) {
+	perBin := make([]int, len(bins.names))
+	used := map[int]bool{}
+	subs := make([]SubKey, 0, n)
+	for i := 0; len(subs) < n && i < 1000*MaxSplit; i++ {
+		k := SubKeyName(key, i)
+		s := Slot(k)
+		bin := bins.of(s)
+		if used[s] || bin < 0 || (balance && perBin[bin] != slices.Min(perBin)) {
 			continue
 		}
 		used[s] = true
-		perNode[node]++
-		subs = append(subs, SubKey{Key: k, Tag: Hashed(k), Slot: s, Node: node})
+		perBin[bin]++
+		subs = append(subs, subKey(k, s, bins, bin))
 	}
 	return subs, len(subs) == n
 }

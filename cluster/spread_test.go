@@ -276,8 +276,8 @@ func TestProposeSplit(t *testing.T) {
 		}
 	}
 	sp, _ := ProposeSplit("rl:{tenant:7}:tb", 3, nil)
-	if sp.SubKeys[0].Key != "rl:{tenant:7:0}:tb" || sp.SubKeys[0].Node != "" {
-		t.Errorf("first sub-key = %+v, want rl:{tenant:7:0}:tb without a node", sp.SubKeys[0])
+	if sp.SubKeys[0].Key != "rl:{tenant:7:2}:tb" || sp.SubKeys[0].Node != "" || sp.SubKeys[0].Range != "5461-10922" {
+		t.Errorf("first sub-key = %+v, want rl:{tenant:7:2}:tb in range 5461-10922 without a node", sp.SubKeys[0])
 	}
 	sp.SetRate(rate.Rate{Count: 1000, Per: time.Second})
 	if sp.Rate != "1000/s" || sp.SubKeys[2].Rate != "333.333/s" {

@@ -39,6 +39,10 @@ func newCompletionCmd(f *Factory, run func(*completionOptions) error) *cobra.Com
 }
 
 func runCompletion(opts *completionOptions) error {
+	// the script is the only output; -o other than text is refused
+	if _, err := opts.f.Format(); err != nil {
+		return err
+	}
 	w := opts.f.IO.Out
 	switch opts.Shell {
 	case "bash":

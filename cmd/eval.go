@@ -3,6 +3,8 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,6 +42,9 @@ type evalOptions struct {
 
 	// Changed holds the names of the flags given on the command line.
 	Changed map[string]bool
+	// FlagLike lists the words after -- that spell one of the command's
+	// own flags (-n, --interval): they go to the script, not to eval.
+	FlagLike []string
 }
 
 func newEvalCmd(f *Factory, run func(*evalOptions) error) *cobra.Command {
@@ -68,8 +73,11 @@ hash, a sorted set of someone else's), is refused before anything is written
 Arguments may hold {uuid} (a fresh UUID per call), {now_ms} (the client's
 Unix time in ms) and {n} (the call's number), as race --args does.
 Replies shaped like a limiter's ({allowed 0/1, remaining, ...}) get labelled
-columns, and keys the script left without a TTL are reported. Put -- before
-the keys when an argument starts with a dash. A script error at run time is
+columns, and a key the script left without a TTL fails the check (exit 1;
+--allow-no-ttl accepts it). Put -- before the keys when an argument starts
+with a dash: every word after -- goes to the script, flags included, so give
+eval's own flags (-n, --interval, -o) before it; a word after -- that spells
+one of them gets a warning on stderr. A script error at run time is
 exit 1; one that does not compile is exit 2. A script still running when
 --redis-timeout passes is reported (exit 1) with how to stop it (SCRIPT KILL
 or FUNCTION KILL); it is never killed on a server this process did not start.
@@ -106,6 +114,9 @@ Output (-o): text, json (save it for 'ratelimit report'), or markdown
 			opts.Args = args
 			opts.Changed = map[string]bool{}
 			c.Flags().Visit(func(fl *pflag.Flag) { opts.Changed[fl.Name] = true })
+			if at := c.ArgsLenAtDash(); at >= 0 {
+				opts.FlagLike = flagLike(c, args[at:])
+			}
 			if run != nil {
 				return run(opts)
 			}
@@ -200,13 +211,20 @@ func (opts *evalOptions) params(algo eval.Algo) eval.Params {
 
 func runEval(opts *evalOptions) error {
 	f := opts.f
-	format, err := f.Format("text", "json", "markdown")
+	format, err := f.Format()
 	if err != nil {
 		return err
 	}
 	algo, err := opts.check()
 	if err != nil {
 		return err
+	}
+	if len(opts.FlagLike) > 0 {
+		verb := "go"
+		if len(opts.FlagLike) == 1 {
+			verb = "goes"
+		}
+		fmt.Fprintf(f.IO.ErrOut, "eval: warning: %s after -- %s to the script as ARGV, not to eval; put eval's flags before --\n", quoteAll(opts.FlagLike), verb)
 	}
 	// Check all input before connecting, so bad input is exit 2 even when
 	// no Redis is around.
@@ -267,13 +285,39 @@ func runEval(opts *evalOptions) error {
 	if err := report.Render(f.IO.Out, format, res, f.ReportOptions()); err != nil {
 		return err
 	}
-	if !res.NoTTL.Pass() {
-		n := len(res.NoTTL.Keys)
-		noun := "keys"
-		if n == 1 {
-			noun = "key"
-		}
-		return exitcode.Failf("%d %s without a TTL: they never expire; set a TTL on every write (PEXPIRE in the same script), or pass --allow-no-ttl", n, noun)
+	if !res.Pass() {
+		return exitcode.Failf("%s", strings.Join(res.Failures(), "; "))
 	}
 	return nil
+}
+
+// flagLike returns the words that spell one of c's flags (its own or
+// inherited): --name, --name=value, -x or -xVALUE for a shorthand x.
+// After -- they are arguments; a user who wrote them there most likely
+// meant the flag.
+func flagLike(c *cobra.Command, words []string) []string {
+	var out []string
+	for _, w := range words {
+		switch {
+		case strings.HasPrefix(w, "--") && len(w) > 2:
+			name, _, _ := strings.Cut(w[2:], "=")
+			if c.Flags().Lookup(name) != nil || c.InheritedFlags().Lookup(name) != nil {
+				out = append(out, w)
+			}
+		case strings.HasPrefix(w, "-") && len(w) > 1 && w[1] != '-':
+			sh := w[1:2]
+			if c.Flags().ShorthandLookup(sh) != nil || c.InheritedFlags().ShorthandLookup(sh) != nil {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+func quoteAll(ws []string) string {
+	q := make([]string, len(ws))
+	for i, w := range ws {
+		q[i] = strconv.Quote(w)
+	}
+	return strings.Join(q, " ")
 }

@@ -446,3 +446,124 @@ func evalAddrOf(t *testing.T, url string) string {
 	}
 	return o.Addr
 }
+
+// TestEvalDashWarns: words after -- go to the script, flags included;
+// one that spells eval's own flag gets one warning line on stderr, and a
+// negative number (an argument) gets none.
+func TestEvalDashWarns(t *testing.T) {
+	tg := redistest.Standalone(t)
+	script := writeFile(t, "echo.lua", "redis.call('SET', KEYS[1], ARGV[1], 'PX', 60000) return ARGV")
+	key := redistest.Key(t, "dash")
+	redistest.Cleanup(t, tg.Client, key)
+	for _, tt := range []struct {
+		name string
+		args []string
+		warn string // "" for no warning
+		argv string
+	}{
+		{"flags after --", []string{"--", key, ",", "-5", "-n", "1", "--interval=1s"}, `"-n" "--interval=1s" after -- go to the script as ARGV`, `["-5","-n","1","--interval=1s"]`},
+		{"one shorthand", []string{"--", key, ",", "-n3"}, `"-n3" after -- goes to the script as ARGV`, `["-n3"]`},
+		{"global flag", []string{"--", key, ",", "--redis"}, `"--redis" after -- goes`, `["--redis"]`},
+		{"numbers only", []string{"--", key, ",", "-5", "-1.5"}, "", `["-5","-1.5"]`},
+		{"before --", []string{"-n", "1", "--", key, ",", "-5"}, "", `["-5"]`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tf := newTestFactory(t)
+			args := append([]string{"eval", "--redis", tg.URL, "-o", "json", "--script", script}, tt.args...)
+			if code := tf.execute(t, args...); code != exitcode.OK {
+				t.Fatalf("exit %d: %s", code, tf.ErrOut)
+			}
+			stderr := tf.ErrOut.String()
+			if tt.warn == "" && strings.Contains(stderr, "warning") {
+				t.Errorf("unexpected warning: %q", stderr)
+			}
+			if tt.warn != "" && (!strings.Contains(stderr, tt.warn) || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "before --")) {
+				t.Errorf("stderr = %q, want one warning line with %q", stderr, tt.warn)
+			}
+			var doc eval.Result
+			if err := json.Unmarshal(tf.Out.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := json.Marshal(doc.Calls[0].Reply); string(got) != tt.argv {
+				t.Errorf("ARGV sent %s, want %s", got, tt.argv)
+			}
+		})
+	}
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "eval", "--help"); code != exitcode.OK || !strings.Contains(tf.Out.String(), "every word after -- goes to the script, flags included") {
+		t.Errorf("eval --help does not document --: exit %d", code)
+	}
+}
+
+// TestEvalRuntimeErrorShowsLine: a Lua error at run time is the script
+// failing: exit 1, the message names the script's line, and it does not
+// point to --help (that hint is for usage errors).
+func TestEvalRuntimeErrorShowsLine(t *testing.T) {
+	script := writeFile(t, "boom.lua", "local a = 1\nlocal b = 2\nlocal c = nil + a\nreturn c\n")
+	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
+		t.Run(tg.Name, func(t *testing.T) {
+			key := redistest.Key(t, "boom")
+			tf := newTestFactory(t)
+			code := tf.execute(t, "eval", "--redis", tg.URL, "--script", script, key, ",")
+			msg := tf.ErrOut.String()
+			if code != exitcode.Failed || !strings.Contains(msg, "user_script:3") || strings.Contains(msg, "--help") || strings.Count(msg, "\n") != 1 {
+				t.Errorf("exit %d, stderr %q; want exit 1, one line naming user_script:3, no --help", code, msg)
+			}
+		})
+	}
+}
+
+// TestEvalWordsAndUnits: singular and plural nouns, windows read "per
+// minute", latency in auto-scaled units, and the checks and verdict in
+// text and JUnit of the same run.
+func TestEvalWordsAndUnits(t *testing.T) {
+	tg := redistest.Standalone(t)
+	key := redistest.Key(t, "words")
+	redistest.Cleanup(t, tg.Client, key)
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "eval", "--redis", tg.URL, key, "--algo", "fixed-window", "--limit", "3", "--window", "1m"); code != exitcode.OK {
+		t.Fatalf("exit %d: %s", code, tf.ErrOut)
+	}
+	out := tf.Out.String()
+	for _, want := range []string{"limit 3 per minute", "verdict: PASS", "PASS  ttl"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "1m0s") || !strings.ContainsAny(out, "µs") {
+		t.Errorf("text has 1m0s or no auto-scaled latency:\n%s", out)
+	}
+
+	leaky := filepath.Join("..", "eval", "testdata", "leaky_counter.lua")
+	k2 := redistest.Key(t, "words")
+	redistest.Cleanup(t, tg.Client, k2, k2+":total")
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "eval", "--redis", tg.URL, "--script", leaky, k2, ",", "1"); code != exitcode.Failed {
+		t.Fatalf("leaky script: exit %d, want 1: %s", code, tf.ErrOut)
+	}
+	out = tf.Out.String()
+	for _, want := range []string{"1 call of leaky_counter.lua", "2 keys without a TTL", "FAIL  ttl", "verdict: FAIL"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "(s)") {
+		t.Errorf("text has a (s) plural:\n%s", out)
+	}
+}
+
+// FuzzEvalFlagLike: any words after -- are classified without a panic,
+// and only words starting with a dash are ever flagged.
+func FuzzEvalFlagLike(f *testing.F) {
+	for _, s := range []string{"-n", "--interval=1s", "-5", "--", "-", "--=", "-\xff", "--count"} {
+		f.Add(s)
+	}
+	c := newEvalCmd(NewFactory(), nil)
+	f.Fuzz(func(t *testing.T, w string) {
+		for _, got := range flagLike(c, []string{w, "x"}) {
+			if !strings.HasPrefix(got, "-") {
+				t.Fatalf("flagLike flagged %q", got)
+			}
+		}
+	})
+}

@@ -1,13 +1,18 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/charmbracelet/x/term"
+	"github.com/vbauerster/mpb/v8"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
@@ -19,6 +24,10 @@ type IOStreams struct {
 	In             io.Reader
 	Out, ErrOut    io.Writer
 	OutTTY, ErrTTY bool
+	// ErrSize reports the size of the terminal behind ErrOut in columns
+	// and rows; nil, an error or a zero size means unknown (a pty that
+	// reports no size, as under 'script' or tmux before its first resize).
+	ErrSize func() (width, height int, err error)
 }
 
 // GlobalOptions are the persistent flags every subcommand shares.
@@ -49,6 +58,10 @@ type Factory struct {
 	// address tried when neither --redis nor REDIS_URL is given.
 	DefaultRedisURL string
 
+	// formats are the running command's -o formats (commandFormats),
+	// what Format accepts when called without a list.
+	formats []string
+
 	mu   sync.Mutex
 	conn *redisconn.Conn
 }
@@ -60,6 +73,7 @@ func NewFactory() *Factory {
 		IO: IOStreams{
 			In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 			OutTTY: isTerminal(os.Stdout), ErrTTY: isTerminal(os.Stderr),
+			ErrSize: func() (int, int, error) { return term.GetSize(os.Stderr.Fd()) },
 		},
 		Now:    time.Now,
 		Getenv: os.Getenv,
@@ -154,14 +168,76 @@ func (f *Factory) ReportOptions() report.Options {
 	return report.Options{Color: f.Color()}
 }
 
-// Format returns the -o value after checking that the command supports it.
+// Format returns the -o value after checking that the command supports
+// it: that it is one of allowed or, without allowed, one of the running
+// command's formats in commandFormats (the ones its help lists).
 func (f *Factory) Format(allowed ...string) (string, error) {
+	if len(allowed) == 0 {
+		allowed = f.formats
+	}
+	if len(allowed) == 0 {
+		allowed = []string{"text"}
+	}
 	o := strings.ToLower(strings.TrimSpace(f.Global.Output))
 	if o == "" {
 		o = "text"
 	}
 	if !slices.Contains(allowed, o) {
+		if len(allowed) == 1 {
+			return "", exitcode.Usagef("--output %q is not supported here; this command has only %s output", f.Global.Output, allowed[0])
+		}
 		return "", exitcode.Usagef("--output %q is not supported here; use one of %s", f.Global.Output, strings.Join(allowed, ", "))
 	}
 	return o, nil
+}
+
+// Fallback terminal size for progress bars when ErrOut is a terminal that
+// reports no size.
+const (
+	fallbackColumns = 80
+	fallbackRows    = 24
+)
+
+// ProgressWriter is the console writer for progress bars (mpb) on ErrOut,
+// which must be a terminal. Unlike mpb's own, it does not give up when the
+// terminal reports no size: it draws for 80 columns and 24 rows then.
+func (f *Factory) ProgressWriter() mpb.ConsoleWriter {
+	return &progressWriter{out: f.IO.ErrOut, size: f.IO.ErrSize}
+}
+
+type progressWriter struct {
+	bytes.Buffer
+	out  io.Writer
+	size func() (width, height int, err error)
+}
+
+func (w *progressWriter) IsTerminal() bool { return true }
+
+// GetTermSize is the terminal's size, or 80x24 in place of what it does
+// not report.
+func (w *progressWriter) GetTermSize() (width, height int, err error) {
+	if w.size != nil {
+		if width, height, err = w.size(); err != nil {
+			width, height = 0, 0
+		}
+	}
+	if width <= 0 {
+		width = fallbackColumns
+	}
+	if height <= 0 {
+		height = fallbackRows
+	}
+	return width, height, nil
+}
+
+// Flush writes the frame and queues the escapes that move the cursor back
+// up over its lines and clear them, so the next frame overwrites it.
+func (w *progressWriter) Flush(lines int) error {
+	if _, err := w.WriteTo(w.out); err != nil {
+		return err
+	}
+	if lines > 0 {
+		fmt.Fprintf(&w.Buffer, "\x1b[%dA\x1b[J", lines)
+	}
+	return nil
 }

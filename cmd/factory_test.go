@@ -3,9 +3,13 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -44,4 +48,44 @@ func (tf *testFactory) execute(t *testing.T, args ...string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return run(ctx, tf.Factory, args)
+}
+
+// TestProgressWriterFallbackSize: a terminal that reports no size (0x0,
+// as under 'script' or tmux before its first resize) or fails to report
+// one gets 80x24; a real size is kept.
+func TestProgressWriterFallbackSize(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		size         func() (int, int, error)
+		wantW, wantH int
+	}{
+		{"no size function", nil, 80, 24},
+		{"zero size", func() (int, int, error) { return 0, 0, nil }, 80, 24},
+		{"error", func() (int, int, error) { return 120, 40, errors.New("inappropriate ioctl for device") }, 80, 24},
+		{"zero columns only", func() (int, int, error) { return 0, 50, nil }, 80, 50},
+		{"real size", func() (int, int, error) { return 132, 43, nil }, 132, 43},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &Factory{IO: IOStreams{ErrOut: &bytes.Buffer{}, ErrTTY: true, ErrSize: tc.size}}
+			w, h, err := f.ProgressWriter().GetTermSize()
+			if err != nil || w != tc.wantW || h != tc.wantH {
+				t.Errorf("GetTermSize() = %d, %d, %v, want %d, %d, nil", w, h, err, tc.wantW, tc.wantH)
+			}
+		})
+	}
+}
+
+// TestProgressBarDrawsWithoutTerminalSize: mpb drawing through
+// ProgressWriter on a terminal of unknown size still writes the bar (mpb's
+// own writer renders nothing there: zero rows leave no room).
+func TestProgressBarDrawsWithoutTerminalSize(t *testing.T) {
+	var errOut bytes.Buffer
+	f := &Factory{IO: IOStreams{ErrOut: &errOut, ErrTTY: true, ErrSize: func() (int, int, error) { return 0, 0, nil }}}
+	p := mpb.New(mpb.WithConsoleWriter(f.ProgressWriter()), mpb.WithWidth(40))
+	bar := p.AddBar(4, mpb.PrependDecorators(decor.Name("probe "), decor.CountersNoUnit("%d/%d done")))
+	bar.SetCurrent(4)
+	p.Wait()
+	if out := errOut.String(); !strings.Contains(out, "probe 4/4 done") {
+		t.Errorf("progress output %q lacks the bar", out)
+	}
 }

@@ -65,6 +65,19 @@ line may be at most 1 MiB, a file at most 1000000 keys and 256 MiB. Files
 (-f, --groups, --script) must be regular files (- is stdin for -f and
 --groups); a script may be at most 1 MiB.
 
+--same-slot and --groups propose a fix for keys that span slots: the
+longest part every key shares as whole segments (split on : / . _ - and
+other separators, at least two characters, not only the rl: namespace),
+put in {} in each key, e.g. rl:{acme}:a rl:acme:b -> rl:{acme}:b.
+
+--split KEY --into N proposes N sub-keys on N different slots, the same
+proposal for the same input every time. With --redis they go to distinct
+primaries when the cluster has at least N (else the note says which
+primary holds more than one); offline they are spread over the slot
+ranges of a default 3-primary cluster (0-5460, 5461-10922, 10923-16383,
+as redis-cli --cluster create makes), and which node serves them is
+unknown. The note says which numbers a client picks from.
+
 Keys are shown as they are, UTF-8 included; control bytes (C0, DEL, C1)
 and bytes that are not UTF-8 are shown as \xHH in double quotes.
 
@@ -123,7 +136,7 @@ group and per linted script) or github (workflow annotations).`,
 
 func runKeyslot(opts *keyslotOptions) error {
 	f := opts.f
-	format, err := f.Format("text", "json", "markdown", "junit", "github")
+	format, err := f.Format()
 	if err != nil {
 		return err
 	}

@@ -432,3 +432,156 @@ func TestKeyslotACL(t *testing.T) {
 		t.Errorf("standalone, +ping +info: exit %d, stderr %q, stdout %q", code, tf.ErrOut.String(), tf.Out.String())
 	}
 }
+
+// TestKeyslotSplitOffline: one proposal per input (the same output twice),
+// spread over distinct ranges of the default 3-primary layout, saying that
+// placement is unknown, with a note naming the numbers proposed.
+func TestKeyslotSplitOffline(t *testing.T) {
+	runSplit := func(format string, into int) string {
+		tf := newTestFactory(t)
+		if code := tf.execute(t, "keyslot", "--split", "rl:{tenant:7}:tb", "--into", strconv.Itoa(into), "-o", format); code != 0 {
+			t.Fatalf("exit = %d, stderr %q", code, tf.ErrOut.String())
+		}
+		return tf.Out.String()
+	}
+	first, second := runSplit("text", 4), runSplit("text", 4)
+	if first != second {
+		t.Fatalf("two runs of the same split differ:\n%s\n%s", first, second)
+	}
+	for _, want := range []string{"sub-key             hashed           slot  default range", "rl:{tenant:7:0}:tb", "rl:{tenant:7:3}:tb",
+		"number 0 to 3 (rand(4), or round robin)", "placement unknown (offline)", "4 sub-keys over 3 ranges: 5461-10922 holds 2"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("split output lacks %q:\n%s", want, first)
+		}
+	}
+	if strings.Contains(first, "+rand(") || strings.Contains(first, "SUB-KEY") {
+		t.Errorf("split output names numbers it did not propose, or upper-case headers:\n%s", first)
+	}
+	res := decodeKeyslot(t, runSplit("json", 3))
+	sp := res.Split
+	ranges := map[string]bool{}
+	for _, s := range sp.SubKeys {
+		ranges[s.Range] = true
+		if s.Node != "" {
+			t.Errorf("offline sub-key %+v names a node", s)
+		}
+	}
+	if sp.Placement != "assumed" || len(ranges) != 3 || ranges[""] || sp.MostPerPrimary != 1 {
+		t.Errorf("offline 3-way split: placement %q, ranges %v, most per range %d; want 3 distinct default ranges",
+			sp.Placement, ranges, sp.MostPerPrimary)
+	}
+}
+
+// TestKeyslotSplitLiveCluster: on the real 3-primary cluster a 3-way split
+// lands on 3 distinct primaries (by the cluster's own CLUSTER KEYSLOT and
+// topology), and a 4-way split says one primary holds two and why.
+func TestKeyslotSplitLiveCluster(t *testing.T) {
+	c := redistest.Cluster(t)
+	ctx := t.Context()
+	top, err := cluster.LoadTopology(ctx, c.Client, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := func(into int) *cluster.Split {
+		tf := newTestFactory(t)
+		code := tf.execute(t, "keyslot", "--redis", c.URL, "--split", "rl:{tenant:7}:tb", "--into", strconv.Itoa(into), "-o", "json")
+		if code != 0 {
+			t.Fatalf("exit = %d, stderr %q", code, tf.ErrOut.String())
+		}
+		return decodeKeyslot(t, tf.Out.String()).Split
+	}
+	three := split(3)
+	primaries := map[string]bool{}
+	for _, s := range three.SubKeys {
+		slot, err := c.Client.ClusterKeySlot(ctx, s.Key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner := top.Owner(int(slot)).Primary
+		if int(slot) != s.Slot || owner != s.Node {
+			t.Errorf("sub-key %q: shown in slot %d on %s, the cluster says slot %d on %s", s.Key, s.Slot, s.Node, slot, owner)
+		}
+		primaries[owner] = true
+	}
+	if len(primaries) != 3 || three.Placement != "cluster" || !strings.Contains(three.Note, "each sub-key is on its own primary") {
+		t.Errorf("3-way split on the cluster: primaries %v, placement %q, note %q", primaries, three.Placement, three.Note)
+	}
+	four := split(4)
+	perNode := map[string]int{}
+	for _, s := range four.SubKeys {
+		perNode[s.Node]++
+	}
+	if len(perNode) != 3 || four.MostPerPrimary != 2 ||
+		!strings.Contains(four.Note, "4 sub-keys over 3 primaries cannot each have their own") || !strings.Contains(four.Note, "holds 2") {
+		t.Errorf("4-way split on the cluster: per primary %v, note %q; want one primary holding two, and why", perNode, four.Note)
+	}
+}
+
+// TestKeyslotSameSlotSharedSegment: keys that share a segment, one of them
+// tagged, get a proposal that the cluster accepts in one EVAL.
+func TestKeyslotSameSlotSharedSegment(t *testing.T) {
+	c := redistest.Cluster(t)
+	keys := []string{"rl:{acme}:a", "rl:acme:b"}
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "keyslot", "--same-slot", keys[0], keys[1], "-o", "json"); code != exitcode.Failed {
+		t.Fatalf("exit = %d, want %d; stderr %q", code, exitcode.Failed, tf.ErrOut.String())
+	}
+	res := decodeKeyslot(t, tf.Out.String())
+	const prefix = "put the shared part in {} so the keys hash together: "
+	fix := res.Groups[0].Fix
+	if !strings.HasPrefix(fix, prefix) {
+		t.Fatalf("fix = %q, want a proposal", fix)
+	}
+	fixed, err := cluster.SplitArgs(strings.TrimPrefix(fix, prefix))
+	if err != nil || !slices.Equal(fixed, []string{"rl:{acme}:a", "rl:{acme}:b"}) {
+		t.Fatalf("proposal %q (%v), want rl:{acme}:a rl:{acme}:b", fixed, err)
+	}
+	redistest.Cleanup(t, c.Client, fixed...)
+	script := "redis.call('SET', KEYS[1], 1, 'PX', 60000) redis.call('SET', KEYS[2], 1, 'PX', 60000) return 1"
+	if err := c.Client.Eval(t.Context(), script, keys).Err(); err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
+		t.Errorf("EVAL with the keys as given = %v, want CROSSSLOT (the negative control)", err)
+	}
+	redistest.Cleanup(t, c.Client, keys...)
+	if err := c.Client.Eval(t.Context(), script, fixed).Err(); err != nil {
+		t.Errorf("EVAL with the proposed keys %q: %v", fixed, err)
+	}
+}
+
+// TestKeyslotTableAlignment: headers are lower case like every other
+// command's; only numbers are right-aligned, text columns start where
+// their header does.
+func TestKeyslotTableAlignment(t *testing.T) {
+	c := redistest.Cluster(t)
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "keyslot", "--redis", c.URL, "somekey", "rl:{user:42}:tb"); code != 0 {
+		t.Fatalf("exit = %d, stderr %q", code, tf.ErrOut.String())
+	}
+	lines := strings.Split(tf.Out.String(), "\n")
+	at := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "key ") })
+	if at < 0 || at+2 >= len(lines) {
+		t.Fatalf("no table with a lower-case header:\n%s", tf.Out.String())
+	}
+	header := lines[at]
+	for _, h := range []string{"hashed", "slot", "node", "replicas"} {
+		if !strings.Contains(header, h) {
+			t.Errorf("header %q lacks %q", header, h)
+		}
+	}
+	if strings.Contains(header, "KEY ") || strings.Contains(header, "REPLICAS") {
+		t.Errorf("header %q is upper case", header)
+	}
+	for _, row := range lines[at+1 : at+3] {
+		// node and replicas are text: each starts in its header's column.
+		for _, h := range []string{"node", "replicas"} {
+			col := strings.Index(header, h)
+			if col <= 0 || col >= len(row) || row[col-1] != ' ' || row[col] == ' ' {
+				t.Errorf("column %q starts at %d in %q but not in row %q", h, col, header, row)
+			}
+		}
+		// slot is a number: it ends where its header ends.
+		end := strings.Index(header, "slot") + len("slot")
+		if row[end-1] == ' ' || row[end] != ' ' {
+			t.Errorf("slot column ends at %d in %q but not in row %q", end, header, row)
+		}
+	}
+}

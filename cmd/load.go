@@ -39,6 +39,9 @@ type loadOptions struct {
 	Timeout         time.Duration
 	Out             string
 	Expect          string
+	Thresholds      []string
+	AbortOnFail     bool
+	maxFailedSet    bool // --max-failed was given
 }
 
 func newLoadCmd(f *Factory, run func(*loadOptions) error) *cobra.Command {
@@ -56,6 +59,22 @@ Every response's RateLimit, RateLimit-Policy, Retry-After and Cache-Control
 headers are checked. With --expect, the admitted count is compared with what
 the limiter's arithmetic admits for the arrivals actually sent (one limiter per
 identity), within a tolerance derived from the rate and the observed latency.
+
+Thresholds (k6 style, --threshold, repeatable) are checked at the end and
+listed in every output: METRIC OP VALUE with OP one of < <= > >= == != and
+METRIC one of
+  p50 p90 p95 p99 min mean max  latency from the due time (no coordinated
+                                omission), in ms, s or us (ms if no unit)
+  dropped  failed               a count, or % of planned / of completed
+  allowed  refused              a count, or % of responses (refused: 429)
+  rps                           responses per second
+--max-failed is the threshold failed<=N% (replaced by a --threshold on
+failed). With --abort-on-fail the run stops as soon as a threshold can no
+longer be met (dropped==0 at the first drop, failed<1% once failures pass
+1% of planned, max<1s at the first slower request; percentiles, mean and
+rps are only judged at the end) and is reported as aborted, exit 1.
+A run that refused nothing and saw no RateLimit header says so: a note,
+and a failure with --expect.
 
 The target is --target, else $RATELIMIT_TARGET.
 Exit codes: 0 pass, 1 a threshold or the verdict failed, 2 bad input, 3 the
@@ -103,6 +122,7 @@ as Basic auth and masked in every output and error.`,
 			if !c.Flags().Changed("max-vus") {
 				opts.MaxVUs = 0
 			}
+			opts.maxFailedSet = c.Flags().Changed("max-failed")
 			if run != nil {
 				return run(opts)
 			}
@@ -120,17 +140,19 @@ as Basic auth and masked in every output and error.`,
 	fl.StringVar(&opts.IdentityHeader, "identity-header", load.DefaultIdentityHeader, "header that carries the API key")
 	fl.StringVar(&opts.ExpectStatus, "expect-status", "200,429", "statuses that are not failures (e.g. 200,429 or 2xx,429)")
 	fl.StringVar(&opts.MaxFailed, "max-failed", "1%", "threshold: most failed requests allowed (unexpected status or transport error)")
-	fl.IntVar(&opts.PreAllocatedVUs, "pre-allocated-vus", load.DefaultPreAllocatedVUs, "VUs started before the clock (default 10, at most --max-vus)")
-	fl.IntVar(&opts.MaxVUs, "max-vus", load.DefaultMaxVUs, "most VUs; an iteration due with none idle beyond this is dropped (default 100, at least --pre-allocated-vus)")
+	fl.IntVar(&opts.PreAllocatedVUs, "pre-allocated-vus", load.DefaultPreAllocatedVUs, "VUs started before the clock (at most --max-vus)")
+	fl.IntVar(&opts.MaxVUs, "max-vus", load.DefaultMaxVUs, "most VUs, at least --pre-allocated-vus; an iteration due with none idle beyond this is dropped")
 	fl.DurationVar(&opts.Timeout, "timeout", load.DefaultTimeout, "timeout of each request")
 	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report')")
+	fl.StringArrayVar(&opts.Thresholds, "threshold", nil, "check METRIC OP VALUE at the end, e.g. 'p99<50ms', 'dropped==0', 'failed<1%' (repeatable; see above)")
+	fl.BoolVar(&opts.AbortOnFail, "abort-on-fail", false, "stop the run as soon as a threshold can no longer be met (exit 1)")
 	fl.StringVar(&opts.Expect, "expect", "", "judge the admitted count: token-bucket:burst=N,rate=R, sliding-window:limit=N,window=D, fixed-window:limit=N,window=D, gcra:rate=R,burst=N, or auto")
 	return c
 }
 
 func runLoad(opts *loadOptions) error {
 	f := opts.f
-	format, err := f.Format("text", "json", "markdown", "junit")
+	format, err := f.Format()
 	if err != nil {
 		return err
 	}
@@ -151,7 +173,7 @@ func runLoad(opts *loadOptions) error {
 	var stop func()
 	if f.IO.ErrTTY {
 		o.Live = &load.Live{}
-		stop = load.Progress(f.IO.ErrOut, o.Live, o.Duration)
+		stop = load.Progress(f.IO.ErrOut, o.Live, o.Duration, nil)
 	}
 	res, err := load.Run(opts.ctx, o)
 	if stop != nil {
@@ -185,7 +207,11 @@ func loadOutcome(res *load.Result) error {
 			}
 		}
 		if connect {
-			return exitcode.Unreachablef("target %s refused or could not be reached for all %d requests; start it or check --target", res.Target, res.Completed)
+			what := fmt.Sprintf("all %d requests", res.Completed)
+			if res.Completed == 1 {
+				what = "its only request"
+			}
+			return exitcode.Unreachablef("target %s refused or could not be reached for %s; start it or check --target", res.Target, what)
 		}
 	}
 	if res.Verdict == "fail" {
@@ -227,6 +253,17 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 	if err != nil {
 		return load.Options{}, err
 	}
+	var thresholds []load.Threshold
+	noMaxFailed := false
+	for _, s := range opts.Thresholds {
+		th, err := load.ParseThreshold(s)
+		if err != nil {
+			return load.Options{}, err
+		}
+		thresholds = append(thresholds, th)
+		// a threshold on failed replaces the default --max-failed
+		noMaxFailed = noMaxFailed || th.Metric == "failed" && !opts.maxFailedSet
+	}
 	var expect *load.Expectation
 	if opts.Expect != "" {
 		if expect, err = load.ParseExpect(opts.Expect); err != nil {
@@ -247,7 +284,8 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 		Rate: opts.Rate, Duration: opts.Duration,
 		PreAllocatedVUs: opts.PreAllocatedVUs, MaxVUs: opts.MaxVUs, Timeout: opts.Timeout,
 		Identities: opts.Identities, IdentityHeader: opts.IdentityHeader, RunID: uuid.NewString()[:8],
-		ExpectStatus: statuses, MaxFailed: maxFailed, Expect: expect,
+		ExpectStatus: statuses, MaxFailed: maxFailed, NoMaxFailed: noMaxFailed, Expect: expect,
+		Thresholds: thresholds, AbortOnFail: opts.AbortOnFail,
 		Now: f.Now,
 	}, nil
 }

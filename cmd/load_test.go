@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/xml"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -515,5 +516,161 @@ func TestLoadUserinfoRedacted(t *testing.T) {
 		if code != tt.code || strings.Contains(tf.ErrOut.String(), pw) || strings.Contains(tf.Out.String(), pw) {
 			t.Errorf("--target %s: exit %d (want %d), stderr %q", secret.URL(tt.target), code, tt.code, tf.ErrOut.String())
 		}
+	}
+}
+
+// TestLoadThresholdsEveryFormat: a threshold that must fail (p99<1us) fails
+// the run with exit 1, beside two that pass, and the same run says so in
+// JSON (checks), JUnit (one testcase per threshold), text and markdown.
+func TestLoadThresholdsEveryFormat(t *testing.T) {
+	srv := loadBucketTarget(t)
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "run.json")
+	tf := newTestFactory(t)
+	code := tf.execute(t, "load", "-o", "junit", "--target", srv.URL, "--rate", "10/s", "--duration", "1s", "--out", doc,
+		"--threshold", "p99<1us", "--threshold", "dropped==0", "--threshold", "failed<1%")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 for p99<1us\n%s\n%s", code, tf.Out.String(), tf.ErrOut.String())
+	}
+	if !strings.Contains(tf.ErrOut.String(), "threshold p99<1us: ") {
+		t.Errorf("stderr lacks the failed threshold: %q", tf.ErrOut.String())
+	}
+	var suites struct {
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Cases []struct {
+				Name    string    `xml:"name,attr"`
+				Class   string    `xml:"classname,attr"`
+				Failure *struct{} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(tf.Out.Bytes(), &suites); err != nil {
+		t.Fatalf("junit: %v\n%s", err, tf.Out.String())
+	}
+	junit := map[string]bool{} // threshold testcase -> failed
+	for _, c := range suites.Suites[0].Cases {
+		if c.Class == "load.thresholds" {
+			junit[c.Name] = c.Failure != nil
+		}
+	}
+	var res load.Result
+	raw, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	// --threshold failed<1% replaces --max-failed's default check.
+	want := map[string]bool{"p99<1us": false, "dropped==0": true, "failed<1%": true}
+	if len(res.Thresholds) != len(want) || len(junit) != len(want) || suites.Failures != 1 || res.Verdict != "fail" {
+		t.Fatalf("json thresholds %+v, junit %v (%d failures), verdict %q", res.Thresholds, junit, suites.Failures, res.Verdict)
+	}
+	for _, c := range res.Thresholds {
+		name := c.Name + " " + c.Op + " " + c.Limit
+		if p, ok := want[c.ID]; !ok || p != c.Pass || junit[name] == c.Pass {
+			t.Errorf("threshold %s: json pass %v, junit failed %v; want pass %v", c.ID, c.Pass, junit[name], p)
+		}
+	}
+	for format, wants := range map[string][]string{
+		"text":     {"p99 < 1us", "dropped == 0", "failed < 1%", "FAIL: 10 requests sent", "threshold p99<1us: "},
+		"markdown": {`| p99 \< 1us |`, "| dropped == 0 |", "**FAIL**", `threshold p99\<1us: `},
+	} {
+		tf := newTestFactory(t)
+		tf.execute(t, "report", "-o", format, doc)
+		for _, w := range wants {
+			if !strings.Contains(tf.Out.String(), w) {
+				t.Errorf("report -o %s lacks %q:\n%s", format, w, tf.Out.String())
+			}
+		}
+		if format == "text" && strings.Count(tf.Out.String(), "FAIL") != 2 { // the p99 row and the verdict
+			t.Errorf("text shows FAIL %d times, want 2:\n%s", strings.Count(tf.Out.String(), "FAIL"), tf.Out.String())
+		}
+	}
+	// Negative control: the thresholds that hold pass the same target.
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "load", "--target", srv.URL, "--rate", "10/s", "--duration", "1s",
+		"--threshold", "dropped==0", "--threshold", "p99<10s"); code != 0 {
+		t.Errorf("holding thresholds: exit %d\n%s", code, tf.Out.String())
+	}
+}
+
+// TestLoadAbortOnFail: 100% 405s stop the run at once with exit 1, reported
+// as aborted with the reason; without the flag the run goes to its end.
+func TestLoadAbortOnFail(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}))
+	t.Cleanup(srv.Close)
+	tf := newTestFactory(t)
+	code := tf.execute(t, "load", "-o", "json", "--target", srv.URL, "--rate", "20/s", "--duration", "60s",
+		"--threshold", "failed<1%", "--abort-on-fail")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, tf.ErrOut.String())
+	}
+	var res load.Result
+	if err := json.Unmarshal(tf.Out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Aborted || res.NotStarted == 0 || !strings.Contains(res.AbortReason, "failed<1% can no longer be met") || res.Verdict != "fail" {
+		t.Errorf("aborted %v not started %d reason %q verdict %q", res.Aborted, res.NotStarted, res.AbortReason, res.Verdict)
+	}
+	if !strings.Contains(tf.ErrOut.String(), "stopped the run") {
+		t.Errorf("stderr lacks the reason: %q", tf.ErrOut.String())
+	}
+}
+
+// TestLoadNoLimiterNote: a target with no limiter passes with a note in the
+// summary line, and fails with --expect.
+func TestLoadNoLimiterNote(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	t.Cleanup(srv.Close)
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "load", "--target", srv.URL, "--rate", "10/s", "--duration", "1s"); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	want := "PASS: 10 requests sent, 10 allowed, 0 refused, 0 failed, 0 dropped; note: " + load.NoLimiterNote
+	if !strings.Contains(tf.Out.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, tf.Out.String())
+	}
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "load", "--target", srv.URL, "--rate", "10/s", "--duration", "1s", "--expect", "token-bucket:burst=100,rate=100/s"); code != 1 {
+		t.Errorf("with --expect: exit %d, want 1", code)
+	}
+	if !strings.Contains(tf.ErrOut.String(), load.NoLimiterNote) {
+		t.Errorf("stderr lacks the note: %q", tf.ErrOut.String())
+	}
+}
+
+// TestLoadHelpDefaults: load --help states every default once.
+func TestLoadHelpDefaults(t *testing.T) {
+	tf := newTestFactory(t)
+	tf.execute(t, "load", "--help")
+	for _, line := range strings.Split(tf.Out.String(), "\n") {
+		if strings.Count(line, "(default") > 1 {
+			t.Errorf("doubled default: %q", line)
+		}
+	}
+	if !strings.Contains(tf.Out.String(), "--threshold") || !strings.Contains(tf.Out.String(), "--abort-on-fail") {
+		t.Error("help lacks --threshold or --abort-on-fail")
+	}
+}
+
+// TestLoadBadThreshold: a threshold that does not parse is exit 2 before
+// anything is sent.
+func TestLoadBadThreshold(t *testing.T) {
+	for _, th := range []string{"p98<5ms", "p99<50%", "failed<", "dropped<0.5", "rps>5/m", "x\x00<1"} {
+		tf := newTestFactory(t)
+		if code := tf.execute(t, "load", "--target", "http://127.0.0.1:1/", "--rate", "1/s", "--threshold", th); code != 2 {
+			t.Errorf("--threshold %q: exit %d, want 2: %s", th, code, tf.ErrOut.String())
+		}
+	}
+}
+
+func TestLoadOutcomePlural(t *testing.T) {
+	err := loadOutcome(&load.Result{Completed: 1, Errors: map[string]int64{"connection refused": 1}, Target: "http://x/"})
+	if err == nil || strings.Contains(err.Error(), "1 requests") || !strings.Contains(err.Error(), "its only request") {
+		t.Errorf("loadOutcome = %v", err)
 	}
 }

@@ -143,7 +143,7 @@ a <failure>).`,
 
 func runRace(opts *raceOptions) error {
 	f := opts.f
-	format, err := f.Format("text", "json", "markdown", "junit")
+	format, err := f.Format()
 	if err != nil {
 		return err
 	}
@@ -225,10 +225,14 @@ func raceProgress(ctx context.Context, f *Factory, ro race.Options) (progress fu
 	if ro.User != nil {
 		total += ro.Trials
 	}
-	p := mpb.NewWithContext(ctx, mpb.WithOutput(f.IO.ErrOut), mpb.WithWidth(40))
+	p := mpb.NewWithContext(ctx, mpb.WithConsoleWriter(f.ProgressWriter()), mpb.WithWidth(40))
+	noun := "strategy trials"
+	if total == 1 {
+		noun = "strategy trial"
+	}
 	bar := p.AddBar(int64(total),
 		mpb.BarRemoveOnComplete(),
-		mpb.PrependDecorators(decor.Name("race "), decor.CountersNoUnit("%d/%d strategy trials ")),
+		mpb.PrependDecorators(decor.Name("race "), decor.CountersNoUnit("%d/%d "+noun+" ")),
 		mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO)),
 	)
 	progress = func(done, _ int) { bar.SetCurrent(int64(done)) }

@@ -42,9 +42,15 @@ with -o json) in any output format they support:
   text      tables for a terminal (colour only on a terminal, never for NO_COLOR)
   json      the document again (one file: the document; several: an array)
   markdown  GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY"
-  junit     one <testsuite> per document, one <testcase> per check
-            (race, load and keyslot only)
-  github    workflow annotations (keyslot only)
+  junit     one <testsuite> per document, one <testcase> per check (eval:
+            reply shape and TTL; simulate: the Go model against the
+            script; scripts: an empty suite, it checks nothing)
+  github    workflow annotations: an ::error per failed check, then the
+            verdict (keyslot with file and line)
+  html      the --html page, on standard output
+
+Every kind renders in every format, so a mixed set (eval.json race.json
+-o junit) is one report.
 
 --html FILE writes one self-contained page for all the documents: inline CSS
 and SVG charts, no scripts, nothing fetched, so it opens offline and can be
@@ -93,7 +99,7 @@ the verdicts in them; the commands that made them exit 1 on a failed verdict.`,
 
 func runReport(opts *reportOptions) error {
 	f := opts.f
-	format, err := f.Format("text", "json", "markdown", "junit", "github")
+	format, err := f.Format()
 	if err != nil {
 		return err
 	}
@@ -102,6 +108,12 @@ func runReport(opts *reportOptions) error {
 	}
 	if opts.HTML == "-" && opts.OutputSet {
 		return exitcode.Usagef("--html - writes the page to standard output; drop -o or write the page to a file")
+	}
+	if format == "html" && opts.HTML != "" {
+		return exitcode.Usagef("-o html writes the page to standard output; drop it or --html")
+	}
+	if format == "html" {
+		opts.HTML, opts.OutputSet = "-", false
 	}
 	if n := slices.Index(opts.Files, "-"); n >= 0 && slices.Contains(opts.Files[n+1:], "-") {
 		return exitcode.Usagef("- (stdin) given more than once")

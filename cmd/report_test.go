@@ -130,6 +130,40 @@ func TestReportJSONAndJUnit(t *testing.T) {
 	}
 }
 
+// TestReportMixedSets: every kind renders in every format, so a mixed set
+// is one report (it used to fail with "eval documents have no junit
+// output" and render nothing).
+func TestReportMixedSets(t *testing.T) {
+	eval, race, simulate, load, keyslot := reportFixture(t, "eval.json"), reportFixture(t, "race.json"),
+		reportFixture(t, "simulate.json"), reportFixture(t, "load.json"), reportFixture(t, "keyslot.json")
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "report", eval, race, "-o", "junit"); code != exitcode.OK {
+		t.Fatalf("eval.json race.json -o junit: exit %d: %s", code, tf.ErrOut)
+	}
+	var x struct {
+		Suites []struct {
+			Name  string `xml:"name,attr"`
+			Tests int    `xml:"tests,attr"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(tf.Out.Bytes(), &x); err != nil || len(x.Suites) != 2 || x.Suites[0].Name != "ratelimit eval" || x.Suites[0].Tests != 2 {
+		t.Errorf("junit of eval and race: %v, %+v", err, x.Suites)
+	}
+	all := []string{eval, simulate, race, load, keyslot}
+	for _, format := range []string{"text", "json", "markdown", "junit", "github", "html"} {
+		tf := newTestFactory(t)
+		if code := tf.execute(t, append([]string{"report", "-o", format}, all...)...); code != exitcode.OK || tf.Out.Len() == 0 {
+			t.Errorf("-o %s of every kind: exit %d, %d bytes: %s", format, code, tf.Out.Len(), tf.ErrOut)
+		}
+		if format == "html" && !strings.HasPrefix(tf.Out.String(), "<!DOCTYPE html>") {
+			t.Errorf("-o html does not write the page")
+		}
+		if format == "github" && !strings.Contains(tf.Out.String(), "::error title=race") {
+			t.Errorf("-o github lacks the race's failed check:\n%s", tf.Out)
+		}
+	}
+}
+
 func TestReportHTML(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "report.html")
@@ -217,8 +251,7 @@ func TestReportBadInput(t *testing.T) {
 		{"not json", []string{notJSON}, "not JSON"},
 		{"bad among good", []string{reportFixture(t, "race.json"), truncated}, "truncated.json"},
 		{"no files", nil, "no documents"},
-		{"junit of eval", []string{"-o", "junit", reportFixture(t, "eval.json")}, "eval documents have no junit output"},
-		{"github of race", []string{"-o", "github", reportFixture(t, "race.json")}, "race documents have no github output"},
+		{"html twice", []string{"-o", "html", "--html", "x.html", reportFixture(t, "race.json")}, "-o html"},
 		{"unknown format", []string{"-o", "yaml", reportFixture(t, "race.json")}, "not supported"},
 		{"stdin twice", []string{"-", "-"}, "more than once"},
 		{"html dash with -o", []string{"--html", "-", "-o", "text", reportFixture(t, "race.json")}, "--html -"},

@@ -40,6 +40,7 @@ func run(ctx context.Context, f *Factory, args []string) (code int) {
 	started := false
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		started = true
+		f.formats = commandFormats[c.Name()]
 		if c.Flags().Changed("cluster") {
 			v, _ := c.Flags().GetBool("cluster")
 			f.Global.Cluster = &v
@@ -199,17 +200,63 @@ Exit codes: 0 ok, 1 a check or verdict failed, 2 usage or bad input,
 	pf.StringVar(&g.TLSKey, "tls-key", "", "PEM client key for mutual TLS (rediss://)")
 	pf.BoolVar(&g.TLSSkipVerify, "tls-skip-verify", false, "do not verify the server's certificate (rediss://; testing only)")
 	pf.Bool("cluster", false, "force a cluster client (true) or a single-node client (false); detected from INFO cluster when not given")
-	pf.StringVarP(&g.Output, "output", "o", "text", "output format: text, json, markdown; race, load and keyslot add junit, keyslot adds github")
+	pf.StringVarP(&g.Output, "output", "o", "text", "output format (see each command's --help for the formats it has)")
 	pf.BoolVar(&g.NoColor, "no-color", false, "disable colour (NO_COLOR is honoured too)")
 	pf.DurationVar(&g.RedisTimeout, "redis-timeout", g.RedisTimeout, "timeout for dialling and for each Redis command (positive, e.g. 500ms)")
 	addCommands(root, f)
+	root.SetUsageTemplate(withFormats(root.UsageTemplate()))
 	root.Version = version.Get().String()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }
 
-// addCommands registers the subcommands, one line each.
+// commandFormats are the -o formats of each command, the first its
+// default. addCommands puts them in each command's help (the "formats"
+// annotation) and Factory.Format accepts exactly them, so the help and the
+// behaviour cannot disagree. A command that adds a format adds it here.
+var commandFormats = map[string][]string{
+	"sandbox":    {"text", "json"},
+	"race":       {"text", "json", "markdown", "junit"},
+	"serve":      {"text"},
+	"keyslot":    {"text", "json", "markdown", "junit", "github"},
+	"eval":       {"text", "json", "markdown"},
+	"scripts":    {"text", "json", "markdown"},
+	"load":       {"text", "json", "markdown", "junit"},
+	"report":     {"text", "json", "markdown", "junit", "github", "html"},
+	"version":    {"text", "json"},
+	"completion": {"text"},
+}
+
+// formatsAnnotation is the cobra.Command annotation that lists a command's
+// -o formats, shown in its help by the usage template.
+const formatsAnnotation = "formats"
+
+// withFormats adds an "Output formats" line after the flags of a usage
+// template, for commands that carry the formats annotation.
+func withFormats(tmpl string) string {
+	const line = `{{with .Annotations}}{{with .formats}}
+
+Output formats (-o, --output): {{.}}{{end}}{{end}}`
+	const anchor = "{{if .HasHelpSubCommands}}"
+	if i := strings.Index(tmpl, anchor); i >= 0 {
+		return tmpl[:i] + line + tmpl[i:]
+	}
+	return strings.TrimRight(tmpl, "\n") + line + "\n"
+}
+
+// addCommands registers the subcommands, one line each, and annotates
+// each with its formats from commandFormats.
 func addCommands(root *cobra.Command, f *Factory) {
+	defer func() {
+		for _, c := range root.Commands() {
+			if formats, ok := commandFormats[c.Name()]; ok {
+				if c.Annotations == nil {
+					c.Annotations = map[string]string{}
+				}
+				c.Annotations[formatsAnnotation] = strings.Join(formats, ", ")
+			}
+		}
+	}()
 	root.AddCommand(newSandboxCmd(f, nil))
 	root.AddCommand(newRaceCmd(f, nil))
 	root.AddCommand(newServeCmd(f, nil))

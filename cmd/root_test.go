@@ -41,6 +41,84 @@ func TestHelpListsCommandsWithExamples(t *testing.T) {
 	}
 }
 
+// TestHelpListsVersionAndCompletion: the root help offers the version and
+// completion commands (each with an Example, as checked above).
+func TestHelpListsVersionAndCompletion(t *testing.T) {
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "--help"); code != exitcode.OK {
+		t.Fatalf("--help exit = %d", code)
+	}
+	for _, name := range []string{"version", "completion"} {
+		if !strings.Contains(tf.Out.String(), "\n  "+name+" ") {
+			t.Errorf("ratelimit --help does not list %s:\n%s", name, tf.Out.String())
+		}
+	}
+}
+
+// formatProbeArgs end each command quickly, without Redis or a network,
+// just after it checked -o: a later flag is invalid, or the command works
+// offline.
+var formatProbeArgs = map[string][]string{
+	"race":       {"--watch-attempts", "0"},
+	"sandbox":    {"--for", "-1s"},
+	"serve":      {"--key-prefix="},
+	"eval":       {"--count", "0"},
+	"keyslot":    {"rl:{a}:x"},
+	"load":       {"--duration", "0"},
+	"report":     {},
+	"scripts":    {},
+	"version":    {},
+	"completion": {"bash"},
+}
+
+// TestHelpFormatsMatchBehaviour: for every command, the formats its help
+// lists are exactly the -o values it accepts (before the fix the global -o
+// help offered markdown to serve and sandbox, which refuse it).
+func TestHelpFormatsMatchBehaviour(t *testing.T) {
+	all := []string{"text", "json", "markdown", "junit", "github", "html"}
+	root := NewRootCmd(newTestFactory(t).Factory)
+	for _, c := range root.Commands() {
+		name := c.Name()
+		if name == "help" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			formats, ok := commandFormats[name]
+			if !ok {
+				t.Fatalf("%s has no entry in commandFormats", name)
+			}
+			tf := newTestFactory(t)
+			if code := tf.execute(t, name, "--help"); code != exitcode.OK {
+				t.Fatalf("%s --help exit %d", name, code)
+			}
+			want := "\nOutput formats (-o, --output): " + strings.Join(formats, ", ") + "\n"
+			if !strings.Contains(tf.Out.String(), want) {
+				t.Errorf("%s --help lacks %q:\n%s", name, want, tf.Out.String())
+			}
+			probe, ok := formatProbeArgs[name]
+			if !ok {
+				t.Fatalf("no quick arguments for %s in formatProbeArgs", name)
+			}
+			var accepted []string
+			for _, o := range all {
+				tf := newTestFactory(t)
+				code := tf.execute(t, append(append([]string{name}, probe...), "-o", o)...)
+				refused := code == exitcode.Usage && strings.Contains(tf.ErrOut.String(), "is not supported here")
+				if !refused {
+					accepted = append(accepted, o)
+				}
+			}
+			if strings.Join(accepted, ", ") != strings.Join(formats, ", ") {
+				t.Errorf("%s accepts -o %v, its help lists %v", name, accepted, formats)
+			}
+		})
+	}
+	// the global flag no longer claims formats for every command
+	if u := root.PersistentFlags().Lookup("output").Usage; strings.Contains(u, "markdown") {
+		t.Errorf("global -o usage = %q, want it to point to each command's help", u)
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"no-such-command"},

@@ -106,6 +106,22 @@ at the next start.`,
 	return c
 }
 
+// runningFor says how long the sandbox stays up: "until Ctrl-C", or
+// "for 20s (or until Ctrl-C)" with --for, the duration without zero
+// trailing units ("1m", not "1m0s").
+func runningFor(d time.Duration) string {
+	if d <= 0 {
+		return "until Ctrl-C"
+	}
+	s := d.String()
+	for _, zero := range []string{"0s", "0m"} {
+		if strings.HasSuffix(s, "m"+zero) || strings.HasSuffix(s, "h"+zero) {
+			s = strings.TrimSuffix(s, zero)
+		}
+	}
+	return "for " + s + " (or until Ctrl-C)"
+}
+
 // wrap breaks text into lines of at most width columns at spaces.
 func wrap(text string, width int) string {
 	var b strings.Builder
@@ -135,7 +151,7 @@ type sandboxDoc struct {
 
 func runSandbox(opts *sandboxOptions) error {
 	f := opts.f
-	format, err := f.Format("text", "json")
+	format, err := f.Format()
 	if err != nil {
 		return err
 	}
@@ -187,11 +203,7 @@ func runSandbox(opts *sandboxOptions) error {
 		if sb.Cluster {
 			what = fmt.Sprintf("%s cluster: %d primaries, %d replicas each (%d nodes)", sb.Product, primaries, opts.Replicas, len(sb.Nodes))
 		}
-		until := "Ctrl-C"
-		if opts.For > 0 {
-			until = opts.For.String()
-		}
-		fmt.Fprintf(f.IO.ErrOut, "sandbox: %s on %v; data in %s; running until %s\n", what, sb.Addrs, sb.Dir, until)
+		fmt.Fprintf(f.IO.ErrOut, "sandbox: %s on %v; data in %s; running %s\n", what, sb.Addrs, sb.Dir, runningFor(opts.For))
 		fmt.Fprintf(f.IO.ErrOut, "sandbox: use it with --redis %s\n", sb.URL)
 	}
 	var timer <-chan time.Time

@@ -225,3 +225,40 @@ func TestSandboxHelpListsItsFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxStartLine: the start line says how long the sandbox runs,
+// "for 1s (or until Ctrl-C)", not "running until 1s".
+func TestSandboxStartLine(t *testing.T) {
+	redistest.Require(t)
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "sandbox", "--for", "1s"); code != exitcode.OK {
+		t.Fatalf("sandbox --for 1s exit %d, stderr %q", code, tf.ErrOut.String())
+	}
+	if errOut := tf.ErrOut.String(); !strings.Contains(errOut, "; running for 1s (or until Ctrl-C)\n") || strings.Contains(errOut, "until 1s") {
+		t.Errorf("sandbox start line = %q, want it to say 'running for 1s (or until Ctrl-C)'", errOut)
+	}
+	if !strings.HasPrefix(tf.Out.String(), "redis://127.0.0.1:") {
+		t.Errorf("stdout = %q, want the URL", tf.Out.String())
+	}
+}
+
+func TestRunningFor(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "until Ctrl-C"},
+		{20 * time.Second, "for 20s (or until Ctrl-C)"},
+		{time.Minute, "for 1m (or until Ctrl-C)"},
+		{90 * time.Second, "for 1m30s (or until Ctrl-C)"},
+		{time.Hour, "for 1h (or until Ctrl-C)"},
+		{time.Hour + 30*time.Minute, "for 1h30m (or until Ctrl-C)"},
+		{time.Hour + 30*time.Second, "for 1h0m30s (or until Ctrl-C)"},
+		{500 * time.Millisecond, "for 500ms (or until Ctrl-C)"},
+		{10 * time.Minute, "for 10m (or until Ctrl-C)"},
+	} {
+		if got := runningFor(tt.d); got != tt.want {
+			t.Errorf("runningFor(%s) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}

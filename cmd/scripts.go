@@ -57,7 +57,7 @@ writes them (or just NAME) as .lua files, replacing files of the same name.
 
 func runScripts(opts *scriptsOptions) error {
 	f := opts.f
-	format, err := f.Format("text", "json", "markdown")
+	format, err := f.Format()
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,11 @@ Hostile clients: headers must arrive within --read-header-timeout and the whole
 request within --read-timeout; bodies over --max-body get 413 and headers over
 --max-header-bytes 431; at most --max-conns connections are served at once
 (more wait in the accept queue); idle keep-alive connections close after
---idle-timeout. Log lines escape control bytes.`,
+--idle-timeout. Log lines escape control bytes.
+
+Output (-o): text only. serve is a server, not a report: it writes log lines
+and produces no result document, so -o json, markdown and junit are refused
+(use 'ratelimit load -o json' against it for a machine-readable result).`,
 		Example: `  # a bucket of 10 refilling at 5/s on the default Redis (embedded if none)
   ratelimit serve --addr 127.0.0.1:8011 --algo token-bucket --capacity 10 --rate 5/s
   curl -i -H 'X-API-Key: alice' http://127.0.0.1:8011/hello
@@ -196,7 +200,7 @@ func (opts *serveOptions) config() (serve.Config, error) {
 
 func runServe(opts *serveOptions) error {
 	f := opts.f
-	if _, err := f.Format("text"); err != nil {
+	if _, err := f.Format(); err != nil {
 		return err
 	}
 	cfg, err := opts.config()

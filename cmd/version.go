@@ -3,6 +3,8 @@ package cmd
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,8 +22,9 @@ func newVersionCmd(f *Factory, run func(*versionOptions) error) *cobra.Command {
 		Short: "Print the version and VCS revision of this build",
 		Long: `Print the module version and the VCS revision, commit time and whether the
 tree was modified, as the Go toolchain stamped them into the binary
-("(devel)" for a local build without a module version). -o json prints
-the same as one JSON object. ratelimit --version prints the text line.`,
+("(devel)" for a local build without a module version), one per line.
+-o json prints the same as one JSON object (module, version, revision,
+time, modified, go_version). ratelimit --version prints the first line.`,
 		Example: `  ratelimit version
   ratelimit version -o json`,
 		Args: cobra.NoArgs,
@@ -37,7 +40,7 @@ the same as one JSON object. ratelimit --version prints the text line.`,
 
 func runVersion(opts *versionOptions) error {
 	f := opts.f
-	format, err := f.Format("text", "json")
+	format, err := f.Format()
 	if err != nil {
 		return err
 	}
@@ -47,6 +50,27 @@ func runVersion(opts *versionOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(in)
 	}
-	_, err = fmt.Fprintln(f.IO.Out, in.String())
+	_, err = io.WriteString(f.IO.Out, versionText(in))
 	return err
+}
+
+// versionText is the text form of 'ratelimit version': the one line of
+// --version, then the module path, the VCS revision and the Go version,
+// one per line.
+func versionText(in version.Info) string {
+	rev := "unknown (not stamped into this build; go build -buildvcs=true stamps it)"
+	if in.Revision != "" {
+		rev = in.Revision
+		var extra []string
+		if in.Time != "" {
+			extra = append(extra, in.Time)
+		}
+		if in.Modified {
+			extra = append(extra, "modified")
+		}
+		if len(extra) > 0 {
+			rev += " (" + strings.Join(extra, ", ") + ")"
+		}
+	}
+	return fmt.Sprintf("%s\nmodule:   %s\nversion:  %s\nrevision: %s\ngo:       %s\n", in.String(), in.Module, in.Version, rev, in.GoVersion)
 }

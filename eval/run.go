@@ -82,11 +82,19 @@ type Result struct {
 	// ReplyShape is "limiter" when every reply looked like {allowed 0/1,
 	// remaining, ...} and the decision fields of the calls are filled in,
 	// else "raw".
-	ReplyShape string  `json:"reply_shape"`
+	ReplyShape string `json:"reply_shape"`
+	// OtherShape lists, when some replies looked like a limiter's and
+	// some did not (ReplyShape "raw"; the reply-shape check fails), the
+	// calls whose reply did not; empty otherwise.
+	OtherShape []int   `json:"other_shape_calls,omitempty"`
 	Calls      []Call  `json:"calls"`
 	Summary    Summary `json:"summary"`
 	// NoTTL lists keys the script touched that have no TTL (--script only).
 	NoTTL *TTLCheck `json:"no_ttl,omitempty"`
+	// Checks are the run's verdicts ("reply-shape", "ttl"); the run passes
+	// when all pass. Documents written before checks existed lack them:
+	// read them with CheckList.
+	Checks []Check `json:"checks,omitempty"`
 }
 
 // ParamsDoc is the JSON form of Params.
@@ -260,6 +268,7 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 		})
 	}
 	res.Summary = summarize(res.Calls)
+	res.Checks = deriveChecks(res)
 	return res, nil
 }
 

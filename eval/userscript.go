@@ -62,7 +62,7 @@ func runUserScript(ctx context.Context, c redis.UniversalClient, opts Options) (
 	if newID == nil {
 		newID = uuid.NewString
 	}
-	shaped := true
+	var other []int // calls whose reply is not limiter-shaped
 	for i := 1; i <= opts.Count; i++ {
 		if i > 1 {
 			if err := opts.Sleep(ctx, opts.Interval); err != nil {
@@ -90,13 +90,16 @@ func runUserScript(ctx context.Context, c redis.UniversalClient, opts Options) (
 		}
 		call := Call{N: i, TTLMs: ttl, LatencyUs: lat.Microseconds(), Reply: jsonReply(reply)}
 		if !decodeShaped(reply, &call) {
-			shaped = false
+			other = append(other, i)
 		}
 		res.Calls = append(res.Calls, call)
 	}
 	res.ReplyShape = "limiter"
-	if !shaped {
+	if len(other) > 0 {
 		res.ReplyShape = "raw"
+		if len(other) < len(res.Calls) {
+			res.OtherShape = other
+		}
 		for i := range res.Calls {
 			c := &res.Calls[i]
 			c.Allowed, c.Remaining, c.RetryMs, c.ResetMs = nil, nil, nil, nil
@@ -109,6 +112,7 @@ func runUserScript(ctx context.Context, c redis.UniversalClient, opts Options) (
 	if res.NoTTL != nil {
 		res.NoTTL.Allowed = opts.AllowNoTTL && len(res.NoTTL.Keys) > 0
 	}
+	res.Checks = deriveChecks(res)
 	return res, nil
 }
 

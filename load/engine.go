@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
@@ -38,6 +39,23 @@ type engine struct {
 	expectOK [1000]bool // by status code; every status is a three-digit code
 	record   bool       // keep every arrival (for the verdict)
 	maxLat   int64      // histogram ceiling, µs
+
+	// bytes on the net/http path's connections (the lean client counts
+	// per VU)
+	bytesIn, bytesOut atomic.Int64
+
+	// thresholds: --max-failed and every --threshold, in that order
+	checks []Threshold
+	// --abort-on-fail: the watch stops the run once a threshold is lost
+	watch              bool
+	watchLat           bool         // some threshold aborts on max or min latency
+	dueMaxUs, dueMinUs atomic.Int64 // latency from due extremes (-1: none yet)
+	aborted            atomic.Bool
+	abortOnce          sync.Once
+	abortCh            chan struct{}
+	abortIdx           int // index in checks of the threshold that stopped the run
+	abortWhy           string
+	cancelRun          context.CancelFunc
 }
 
 // idleStack holds the idle VUs. It is a stack: the next iteration goes to
@@ -96,6 +114,24 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		e.expectOK[s] = true
 	}
 	e.maxLat = int64((o.Timeout + MaxLateness + 5*time.Second) / time.Microsecond)
+	if !o.NoMaxFailed {
+		e.checks = append(e.checks, Threshold{Metric: "failed", Op: "<=", Value: o.MaxFailed * 100, Pct: true, Unit: "%"})
+	}
+	e.checks = append(e.checks, o.Thresholds...)
+	if o.AbortOnFail && len(e.checks) > 0 {
+		e.watch = true
+		e.abortCh = make(chan struct{})
+		e.dueMaxUs.Store(-1)
+		e.dueMinUs.Store(-1)
+		for _, t := range e.checks {
+			if t.Metric == "max" || t.Metric == "min" {
+				e.watchLat = true
+			}
+		}
+		if e.o.Live == nil {
+			e.o.Live = &Live{}
+		}
+	}
 	if err := e.prepare(); err != nil {
 		return nil, err
 	}
@@ -113,10 +149,10 @@ func (e *engine) prepare() error {
 	} else {
 		e.tr = &http.Transport{
 			Proxy: http.ProxyFromEnvironment,
-			DialContext: (&net.Dialer{
+			DialContext: countingDial((&net.Dialer{
 				Timeout:   o.Timeout,
 				KeepAlive: 30 * time.Second,
-			}).DialContext,
+			}).DialContext, &e.bytesIn, &e.bytesOut),
 			// Every VU may hold a connection: keep them all idle between
 			// iterations instead of closing and re-dialling.
 			MaxIdleConns:           o.MaxVUs,
@@ -214,6 +250,7 @@ func (e *engine) run(ctx context.Context) *Result {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e.runCtx = runCtx
+	e.cancelRun = cancel
 	e.idle.vus = make([]*vu, 0, o.MaxVUs)
 	var wg sync.WaitGroup
 	var vus []*vu
@@ -239,13 +276,15 @@ func (e *engine) run(ctx context.Context) *Result {
 		sent, droppedNoVU, droppedLate, added, maxBusy int64
 		interrupted                                    bool
 	)
-	live := o.Live
+	live := e.o.Live
+	stopWatch := e.startWatch(e.sched.Planned())
 	// Scheduling lateness: how long after its due time each iteration was
 	// handed to a VU. Only this goroutine records it.
 	lateness := newHistogram(e.maxLat)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	planned := e.sched.Planned()
+	abortCh := e.abortCh // nil without --abort-on-fail: never ready
 	i := int64(0)
 schedule:
 	for ; i < planned; i++ {
@@ -262,10 +301,16 @@ schedule:
 				timer.Stop()
 				interrupted = true
 				break schedule
+			case <-abortCh:
+				timer.Stop()
+				break schedule
 			}
 		}
 		if ctx.Err() != nil {
 			interrupted = true
+			break
+		}
+		if e.aborted.Load() {
 			break
 		}
 		now := time.Since(e.start)
@@ -304,6 +349,7 @@ schedule:
 			live.ActiveVUs.Store(busy)
 		}
 	}
+	stopWatch()
 	for _, v := range vus {
 		close(v.jobs)
 	}
@@ -324,8 +370,8 @@ schedule:
 		Identities: o.Identities, RunID: o.RunID,
 		Planned: planned, Sent: sent,
 		DroppedNoVU: droppedNoVU, DroppedLate: droppedLate, Dropped: droppedNoVU + droppedLate,
-		Interrupted: interrupted,
-		VUs:         VUStats{PreAllocated: o.PreAllocatedVUs, Max: o.MaxVUs, Peak: len(vus), Added: added, MaxBusy: maxBusy},
+		Interrupted: interrupted, Aborted: e.aborted.Load(),
+		VUs: VUStats{PreAllocated: o.PreAllocatedVUs, Max: o.MaxVUs, Peak: len(vus), Added: added, MaxBusy: maxBusy},
 	}
 	res.NotStarted = planned - sent - res.Dropped
 	e.merge(res, vus, lateness)
@@ -396,7 +442,7 @@ func (e *engine) errKind(status int, err error, timedOut bool) string {
 	switch {
 	case status != 0:
 		return ""
-	case e.parent.Err() != nil:
+	case e.parent.Err() != nil, e.aborted.Load():
 		return errInterrupted
 	case timedOut, e.runCtx.Err() != nil:
 		return "timeout"

@@ -174,10 +174,11 @@ func (e *engine) h1Once(v *vu, r *h1Request) (int, error) {
 func (e *engine) h1Dial(v *vu) (*h1Conn, error) {
 	st := &v.h1
 	d := net.Dialer{Timeout: e.o.Timeout, KeepAlive: 30 * time.Second}
-	nc, err := d.DialContext(e.runCtx, "tcp", e.h1Addr)
+	tc, err := d.DialContext(e.runCtx, "tcp", e.h1Addr)
 	if err != nil {
 		return nil, err
 	}
+	nc := countConn{Conn: tc, in: &v.bytesIn, out: &v.bytesOut}
 	if st.br == nil {
 		st.br = bufio.NewReaderSize(nc, 16<<10)
 	} else {

@@ -56,6 +56,8 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 		res.Allowed += v.allowed
 		res.RateLimited += v.limited
 		res.Failed += v.failed
+		res.BytesIn += v.bytesIn.Load()
+		res.BytesOut += v.bytesOut.Load()
 
 		c := v.hdr
 		h.RateLimit.add(c.limitPresent, c.limitValid, c.limitErr)
@@ -74,6 +76,8 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 			policyValues[raw] += n
 		}
 	}
+	res.BytesIn += e.bytesIn.Load()
+	res.BytesOut += e.bytesOut.Load()
 	h.Responses = res.Responses
 	h.RateLimit.Checked = res.Responses
 	h.Policy.Checked = res.Responses
@@ -92,8 +96,11 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 		res.RateLimitedPct = 100 * float64(res.RateLimited) / float64(res.Responses)
 	}
 	// Sends per second of the schedule (of what ran, after Ctrl-C).
+	if res.ElapsedS > 0 {
+		res.ResponsesPerS = float64(res.Responses) / res.ElapsedS
+	}
 	switch {
-	case res.Interrupted && res.ElapsedS > 0:
+	case (res.Interrupted || res.Aborted) && res.ElapsedS > 0:
 		res.AchievedRate = float64(res.Sent) / min(res.ElapsedS, res.DurationS)
 	case res.DurationS > 0:
 		res.AchievedRate = float64(res.Sent) / res.DurationS
@@ -122,7 +129,7 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 
 	e.generator(res)
 	e.thresholds(res)
-	if o.Expect != nil && !res.Interrupted {
+	if o.Expect != nil && !res.Interrupted && !res.Aborted {
 		sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].SendNs < arrivals[j].SendNs })
 		j := Judge(*o.Expect, JudgeInput{
 			Arrivals:   arrivals,
@@ -137,12 +144,20 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 	for _, c := range res.Thresholds {
 		if !c.Pass {
 			res.Verdict = "fail"
-			res.VerdictMessages = append(res.VerdictMessages, fmt.Sprintf("threshold %s: %s > %s", c.Name, c.Actual, c.Limit))
+			res.VerdictMessages = append(res.VerdictMessages, c.Message)
 		}
 	}
 	if res.Expect != nil && !res.Expect.Pass {
 		res.Verdict = "fail"
 		res.VerdictMessages = append(res.VerdictMessages, res.Expect.Line())
+	}
+	if NoLimiterSeen(res) {
+		if o.Expect != nil {
+			res.Verdict = "fail"
+			res.VerdictMessages = append(res.VerdictMessages, NoLimiterNote)
+		} else {
+			res.Notes = append(res.Notes, NoLimiterNote)
+		}
 	}
 	if res.Interrupted {
 		res.Verdict = "interrupted"
@@ -179,6 +194,7 @@ func latency(h *hdrhistogram.Histogram) Latency {
 		Mean:  float64(int64(h.Mean())) / 1000,
 		P50:   ms(h.ValueAtQuantile(50)),
 		P90:   ms(h.ValueAtQuantile(90)),
+		P95:   ms(h.ValueAtQuantile(95)),
 		P99:   ms(h.ValueAtQuantile(99)),
 		Max:   ms(h.Max()),
 	}
@@ -201,12 +217,29 @@ func (e *engine) generator(res *Result) {
 	res.Generator = GenStat{FellBehind: len(why) > 0, Reasons: why}
 }
 
+// thresholds judges --max-failed and every --threshold on the finished
+// run. The one that stopped the run (--abort-on-fail) fails whatever the
+// counts of what ran say, and carries the reason.
 func (e *engine) thresholds(res *Result) {
-	limit := e.o.MaxFailed * 100
-	res.Thresholds = append(res.Thresholds, Check{
-		Name:   "failed",
-		Limit:  fmt.Sprintf("%s%%", strconv.FormatFloat(limit, 'f', -1, 64)),
-		Actual: fmt.Sprintf("%.2f%%", res.FailedPct),
-		Pass:   res.FailedPct <= limit,
-	})
+	res.Thresholds = []Check{}
+	for i, t := range e.checks {
+		c := t.check(res)
+		if res.Aborted && i == e.abortIdx {
+			res.AbortReason = e.abortWhy
+			c.Aborted, c.Pass = true, false
+			c.Message = fmt.Sprintf("threshold %s: %s; stopped the run (%s)", c.ID, c.Actual, e.abortWhy)
+		}
+		res.Thresholds = append(res.Thresholds, c)
+	}
+}
+
+// NoLimiterNote is the note (or, with --expect, the failure) of a run that
+// saw no sign of a rate limiter.
+const NoLimiterNote = "no 429 and no RateLimit headers seen: there may be no limiter in front of this URL"
+
+// NoLimiterSeen reports whether a run got responses but refused none and
+// saw no RateLimit, RateLimit-Policy or legacy X-RateLimit-* field.
+func NoLimiterSeen(res *Result) bool {
+	h := res.Headers
+	return res.Responses > 0 && res.RateLimited == 0 && h.RateLimit.Present == 0 && h.Policy.Present == 0 && h.Legacy == 0
 }

@@ -82,6 +82,12 @@ type Options struct {
 
 	ExpectStatus []int   // statuses that are not failures
 	MaxFailed    float64 // threshold on failed/completed, 0..1
+	NoMaxFailed  bool    // no MaxFailed check (a --threshold on failed replaces it)
+
+	// Thresholds are checked when the run ends; with AbortOnFail the run
+	// stops as soon as one of them can no longer be met.
+	Thresholds  []Threshold
+	AbortOnFail bool
 
 	Expect *Expectation // nil: no verdict on the admitted count
 

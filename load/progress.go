@@ -1,21 +1,83 @@
 package load
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 )
+
+// FallbackColumns is the width assumed on a terminal that reports no size
+// (script(1), some CI terminals, tmux before its first resize).
+const FallbackColumns = 80
+
+// TermSize reports the columns and rows of a terminal; an error, or 0
+// columns, means the terminal does not say.
+type TermSize func() (cols, rows int, err error)
+
+// console is the bar's terminal: it asks size for the width at every
+// redraw and falls back to FallbackColumns when the terminal reports
+// none (mpb would otherwise draw nothing).
+type console struct {
+	bytes.Buffer
+	out  io.Writer
+	size TermSize
+}
+
+func (c *console) IsTerminal() bool { return true }
+
+func (c *console) GetTermSize() (int, int, error) {
+	cols, rows, err := c.size()
+	if err != nil || cols <= 0 {
+		cols = FallbackColumns
+	}
+	if err != nil || rows <= 0 {
+		rows = 24
+	}
+	return cols, rows, nil
+}
+
+// Flush writes the frame and moves the cursor back up over its lines, so
+// the next frame draws over it.
+func (c *console) Flush(lines int) error {
+	if _, err := c.WriteTo(c.out); err != nil {
+		return err
+	}
+	if lines <= 0 {
+		return nil
+	}
+	_, err := io.WriteString(c.out, "\x1b["+strconv.Itoa(lines)+"A\x1b[J")
+	return err
+}
+
+// fileSize reads the terminal size of w when it is a file.
+func fileSize(w io.Writer) TermSize {
+	return func() (int, int, error) {
+		f, ok := w.(*os.File)
+		if !ok {
+			return 0, 0, fmt.Errorf("not a terminal")
+		}
+		return term.GetSize(f.Fd())
+	}
+}
 
 // Progress draws a live bar on w (a terminal): elapsed of duration, then
 // sent, 2xx, 429, failed, dropped and busy VUs from live. Call the returned
 // stop function once the run is over; it removes nothing from the output
 // stream but the bar itself, and returns when the bar is drawn for the last
-// time.
-func Progress(w io.Writer, live *Live, d time.Duration) (stop func()) {
-	p := mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(200*time.Millisecond), mpb.WithAutoRefresh())
+// time. size reports the terminal's size (nil: ask w's file descriptor); a
+// terminal that reports none is drawn at FallbackColumns.
+func Progress(w io.Writer, live *Live, d time.Duration, size TermSize) (stop func()) {
+	if size == nil {
+		size = fileSize(w)
+	}
+	p := mpb.New(mpb.WithConsoleWriter(&console{out: w, size: size}), mpb.WithRefreshRate(200*time.Millisecond), mpb.WithAutoRefresh())
 	total := d.Milliseconds()
 	// Short labels: the line must fit the terminal (80 columns when mpb
 	// cannot tell) or mpb cuts it.

@@ -1,14 +1,20 @@
 package load
 
 import (
+	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
-func TestProgress(t *testing.T) {
+// runProgress draws the bar for a while on a terminal of the given size and
+// returns what it wrote.
+func runProgress(t *testing.T, size TermSize) string {
+	t.Helper()
 	var w redistest.Buffer
 	live := &Live{}
 	live.Sent.Store(12)
@@ -16,7 +22,7 @@ func TestProgress(t *testing.T) {
 	live.Limited.Store(2)
 	live.Dropped.Store(3)
 	live.ActiveVUs.Store(4)
-	stop := Progress(&w, live, 2*time.Second)
+	stop := Progress(&w, live, 2*time.Second, size)
 	time.Sleep(450 * time.Millisecond)
 	done := make(chan struct{})
 	go func() { stop(); close(done) }()
@@ -25,10 +31,53 @@ func TestProgress(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("stop did not return")
 	}
-	out := w.String()
+	return w.String()
+}
+
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
+
+// widest is the widest line of out, escapes removed, in runes.
+func widest(out string) int {
+	n := 0
+	for _, l := range strings.FieldsFunc(ansi.ReplaceAllString(out, ""), func(r rune) bool { return r == '\n' || r == '\r' }) {
+		n = max(n, utf8.RuneCountInString(l))
+	}
+	return n
+}
+
+func TestProgress(t *testing.T) {
+	out := runProgress(t, func() (int, int, error) { return 120, 40, nil })
 	for _, want := range []string{"sent 12", "2xx 10", "429 2", "drop 3", "vus 4"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("progress output lacks %q: %q", want, out)
 		}
+	}
+}
+
+// A terminal that reports no size (script -qc, some CI terminals, tmux
+// before its first resize) gets the bar at 80 columns, not nothing.
+func TestProgressNoTerminalSize(t *testing.T) {
+	sizes := map[string]TermSize{
+		"zero":  func() (int, int, error) { return 0, 0, nil },
+		"error": func() (int, int, error) { return 0, 0, errors.New("inappropriate ioctl for device") },
+	}
+	for name, size := range sizes {
+		t.Run(name, func(t *testing.T) {
+			out := runProgress(t, size)
+			if !strings.Contains(out, "sent 12") || !strings.Contains(out, "load ") {
+				t.Fatalf("no bar on a terminal without a size: %q", out)
+			}
+			if n := widest(out); n > FallbackColumns {
+				t.Errorf("bar is %d columns wide, want at most %d: %q", n, FallbackColumns, out)
+			}
+		})
+	}
+}
+
+// A size the terminal does report is honoured.
+func TestProgressHonoursWidth(t *testing.T) {
+	out := runProgress(t, func() (int, int, error) { return 60, 20, nil })
+	if n := widest(out); n == 0 || n > 60 {
+		t.Errorf("bar is %d columns wide on a 60-column terminal: %q", n, out)
 	}
 }

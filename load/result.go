@@ -29,9 +29,19 @@ type Result struct {
 	DroppedLate  int64   `json:"dropped_late"`
 	NotStarted   int64   `json:"not_started"` // never due because the run was interrupted
 	Interrupted  bool    `json:"interrupted"` // Ctrl-C (the counts cover what ran)
-	Completed    int64   `json:"completed"`   // sent minus those cut off by an interrupt
-	Responses    int64   `json:"responses"`   // completed with an HTTP status
+	Aborted      bool    `json:"aborted"`     // --abort-on-fail stopped the run (the counts cover what ran)
+	AbortReason  string  `json:"abort_reason,omitempty"`
+	Completed    int64   `json:"completed"` // sent minus those cut off by an interrupt
+	Responses    int64   `json:"responses"` // completed with an HTTP status
 	AchievedRate float64 `json:"achieved_rate_per_s"`
+	// ResponsesPerS is the response throughput: responses over the time
+	// from the start to the last response (elapsed_s).
+	ResponsesPerS float64 `json:"responses_per_s"`
+	// BytesIn and BytesOut are the bytes read from and written to the
+	// target's connections (headers, bodies and TLS included), over the
+	// whole run; 0 with a transport the engine does not own (tests).
+	BytesIn  int64 `json:"bytes_in"`
+	BytesOut int64 `json:"bytes_out"`
 
 	Status         map[string]int64 `json:"status"` // per HTTP status code
 	Allowed        int64            `json:"allowed"`
@@ -55,8 +65,11 @@ type Result struct {
 	Headers         Headers  `json:"headers"`
 	Thresholds      []Check  `json:"thresholds"`
 	Expect          *Judged  `json:"expect,omitempty"`
-	Verdict         string   `json:"verdict"` // "pass" or "fail"
+	Verdict         string   `json:"verdict"` // "pass", "fail" or "interrupted"
 	VerdictMessages []string `json:"verdict_messages,omitempty"`
+	// Notes are what a reader should know that is not a failure, such as
+	// a target that showed no sign of a limiter.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Second is one entry of the timeline.
@@ -72,6 +85,7 @@ type Latency struct {
 	Mean  float64 `json:"mean"`
 	P50   float64 `json:"p50"`
 	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95"`
 	P99   float64 `json:"p99"`
 	Max   float64 `json:"max"`
 }
@@ -113,12 +127,29 @@ type FieldStat struct {
 	Example string `json:"example_error,omitempty"`
 }
 
-// Check is one threshold.
+// Check is one threshold: --max-failed, or a --threshold.
 type Check struct {
-	Name   string `json:"name"`
-	Limit  string `json:"limit"`
-	Actual string `json:"actual"`
-	Pass   bool   `json:"pass"`
+	ID      string `json:"id"`   // the threshold in canonical form: "p99<50ms", "failed<=1%"
+	Name    string `json:"name"` // the metric: "failed", "p99", ...
+	Op      string `json:"op"`   // < <= > >= == !=
+	Limit   string `json:"limit"`
+	Actual  string `json:"actual"`
+	Pass    bool   `json:"pass"`
+	Message string `json:"message"`
+	Aborted bool   `json:"aborted,omitempty"` // this threshold stopped the run (--abort-on-fail)
+}
+
+// Expr is the check as an expression: "p99<50ms". Documents written
+// before the op field existed read as "<=".
+func (c Check) Expr() string {
+	if c.ID != "" {
+		return c.ID
+	}
+	op := c.Op
+	if op == "" {
+		op = "<="
+	}
+	return c.Name + op + c.Limit
 }
 
 // Live counters for a progress display, updated atomically as the run goes.

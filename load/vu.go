@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,6 +42,8 @@ type vu struct {
 	allowed   int64
 	limited   int64
 	failed    int64
+
+	bytesIn, bytesOut atomic.Int64 // the lean client's connections
 
 	hdr    headerCounts
 	policy policyCache
@@ -154,6 +157,9 @@ func (v *vu) add(j job, send, done time.Duration, status int, kind string) {
 	v.completed++
 	record(v.lat, done-send)
 	record(v.fromDue, done-j.due)
+	if v.e.watchLat {
+		v.e.observeDue(us(done - j.due))
+	}
 	v.tick(int32(send/time.Second), int32(status))
 	if status == 0 {
 		v.errs[kind]++

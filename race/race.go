@@ -571,7 +571,7 @@ func checkMaxClients(ctx context.Context, node *redis.Client, n int) error {
 
 func maxClientsError(addr string, n, limit, others int) error {
 	return exitcode.Usagef("redis at %s accepts at most %d clients (maxclients) and already has %d other %s, so %d more do not fit; lower --concurrency to %d or raise maxclients (CONFIG SET maxclients %d, with an open-file limit to match)",
-		addr, limit, others, map[bool]string{true: "connection", false: "connections"}[others == 1], n, max(1, limit-others), others+n+100)
+		addr, limit, others, plural(others, "connection", "connections"), n, max(1, limit-others), others+n+100)
 }
 
 // warmError turns the first failed warm-up into an error that says what to
@@ -605,19 +605,19 @@ func warmError(ctx context.Context, node *redis.Client, errs []error, full bool)
 	}
 	switch {
 	case strings.Contains(first.Error(), "too many open files"):
-		return exitcode.Usagef("opening %d connections to %s: too many open files; raise the limit with 'ulimit -n %d' or lower --concurrency", n, addr, 2*n+100)
+		return exitcode.Usagef("opening %s to %s: too many open files; raise the limit with 'ulimit -n %d' or lower --concurrency", count(n, "connection", "connections"), addr, 2*n+100)
 	}
 	if failed == n && IsUnreachable(first) {
-		return lostError(addr, fmt.Sprintf("opening %d connections", n), "", first)
+		return lostError(addr, "opening "+count(n, "connection", "connections"), "", first)
 	}
 	if isNoPerm(first) {
-		return aclError(fmt.Sprintf("open %d connections to %s: %d failed", n, addr, failed), first)
+		return aclError(fmt.Sprintf("open %s to %s: %d failed", count(n, "connection", "connections"), addr, failed), first)
 	}
 	hint := ""
 	if failed < n {
 		hint = "; if the server limits its clients (maxclients), lower --concurrency"
 	}
-	return exitcode.UnreachableError(fmt.Errorf("open %d connections to %s: %d failed: %w%s", n, addr, failed, first, hint))
+	return exitcode.UnreachableError(fmt.Errorf("open %s to %s: %d failed: %w%s", count(n, "connection", "connections"), addr, failed, first, hint))
 }
 
 // summarize turns a strategy's trials into its result entry.
@@ -725,7 +725,7 @@ func judge(r *Result) {
 			case ExactExpected(s.Name) && int64(a) < want:
 				msg := fmt.Sprintf("under-admission: %s admitted %d of %d with limit %d in trial %d", s.Label, a, r.Concurrency, r.Limit, t+1)
 				if t < len(s.Errors) && s.Errors[t] > 0 {
-					msg += fmt.Sprintf(" (%d calls failed)", s.Errors[t])
+					msg += " (" + count(s.Errors[t], "call", "calls") + " failed)"
 				}
 				r.Failures = append(r.Failures, msg)
 			}
@@ -734,7 +734,7 @@ func judge(r *Result) {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d of %d calls failed, e.g. %s", s.Label, errs, calls, s.ErrorSample))
 		}
 		if s.Name == Watch && sum(s.GiveUps) > 0 && s.AdmittedMin < int(r.Limit) && r.Concurrency >= int(r.Limit) {
-			r.Notes = append(r.Notes, fmt.Sprintf("%s admitted fewer than the limit because %d requests gave up after %d attempts; raise --watch-attempts to at least the limit", s.Label, sum(s.GiveUps), r.WatchAttempts))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s admitted fewer than the limit because %s gave up after %s; raise --watch-attempts to at least the limit", s.Label, count(sum(s.GiveUps), "request", "requests"), count(r.WatchAttempts, "attempt", "attempts")))
 		}
 		if s.Name == Naive {
 			reproduced := s.AdmittedMax > int(r.Limit)
@@ -754,6 +754,19 @@ func judge(r *Result) {
 	if len(r.Failures) > 0 {
 		r.Verdict = "fail"
 	}
+}
+
+// plural picks the noun for n: "call" for 1, "calls" otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// count writes n with its noun: "1 call", "2 calls".
+func count(n int, one, many string) string {
+	return strconv.Itoa(n) + " " + plural(n, one, many)
 }
 
 func sum(xs []int) int {

@@ -289,6 +289,7 @@ func TestJudgeUnderAdmission(t *testing.T) {
 		{"user script exact", 200, mk(User, 10, 0, 0), ""},
 		{"built-in script short", 200, mk(Script, 9, 0, 0), "under-admission: script-label admitted 9 of 200"},
 		{"incr short, calls failed", 200, mk(Incr, 8, 2, 0), "under-admission: incr-label admitted 8 of 200 with limit 10 in trial 1 (2 calls failed)"},
+		{"incr short, one call failed", 200, mk(Incr, 9, 1, 0), "under-admission: incr-label admitted 9 of 200 with limit 10 in trial 1 (1 call failed)"},
 		{"fewer goroutines than the limit", 5, mk(User, 5, 0, 0), ""},
 		{"fewer goroutines, one short", 5, mk(User, 4, 0, 0), "under-admission: user-label admitted 4 of 5 with limit 10"},
 		{"watch gives up: a note", 200, mk(Watch, 3, 0, 190), ""},
@@ -412,4 +413,40 @@ func FuzzParseArgs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestJudgePlurals: counts of one read "1 request", "1 attempt".
+func TestJudgePlurals(t *testing.T) {
+	for _, tt := range []struct {
+		giveUps, attempts int
+		want              string
+	}{
+		{1, 1, "because 1 request gave up after 1 attempt;"},
+		{2, 10, "because 2 requests gave up after 10 attempts;"},
+	} {
+		s := Strategy{Name: Watch, Label: "watch-label", AtomicExpected: true, Admitted: []int{9}, Errors: []int{0}, GiveUps: []int{tt.giveUps}}
+		s.AdmittedMin, _, s.AdmittedMax = spread(s.Admitted)
+		r := Result{Concurrency: 200, Limit: 10, WatchAttempts: tt.attempts, Strategies: []Strategy{s}}
+		judge(&r)
+		if got := strings.Join(r.Notes, "; "); !strings.Contains(got, tt.want) {
+			t.Errorf("notes %q, want %q", got, tt.want)
+		}
+	}
+	if got := warmErrorText(1); !strings.Contains(got, "open 1 connection to ") {
+		t.Errorf("warm-up error for one connection = %q, want 'open 1 connection'", got)
+	}
+}
+
+// warmErrorText is warmError's message for n connections of which the
+// first failed with a plain error.
+func warmErrorText(n int) string {
+	errs := make([]error, n)
+	errs[0] = errors.New("boom")
+	node := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer node.Close()
+	err := warmError(context.Background(), node, errs, false)
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

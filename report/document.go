@@ -50,19 +50,18 @@ func decodeLoad(data []byte) (any, error) {
 	return &v, err
 }
 
-var (
-	fmtBasic = []string{"text", "json", "markdown"}
-	fmtJUnit = []string{"text", "json", "markdown", "junit"}
-)
+// fmtAll are the -o formats every kind renders to; every kind also has
+// an HTML page (HTML).
+var fmtAll = []string{"text", "json", "markdown", "junit", "github"}
 
 // kinds are the documents `ratelimit report` reads, by their "kind".
 var kinds = map[string]kindInfo{
-	"eval":     {versions: []int{1}, decode: decodeAs[eval.Result], formats: fmtBasic},
-	"simulate": {versions: []int{1}, decode: decodeAs[eval.SimResult], formats: fmtBasic},
-	"scripts":  {versions: []int{1}, decode: decodeAs[eval.Catalog], formats: fmtBasic},
-	"race":     {versions: []int{race.Version}, decode: decodeAs[race.Result], formats: fmtJUnit},
-	"load":     {versions: []int{1}, decode: decodeLoad, formats: fmtJUnit},
-	"keyslot":  {versions: []int{cluster.Version}, decode: decodeAs[cluster.Result], formats: []string{"text", "json", "markdown", "junit", "github"}},
+	"eval":     {versions: []int{1}, decode: decodeAs[eval.Result], formats: fmtAll},
+	"simulate": {versions: []int{1}, decode: decodeAs[eval.SimResult], formats: fmtAll},
+	"scripts":  {versions: []int{1}, decode: decodeAs[eval.Catalog], formats: fmtAll},
+	"race":     {versions: []int{race.Version}, decode: decodeAs[race.Result], formats: fmtAll},
+	"load":     {versions: []int{1}, decode: decodeLoad, formats: fmtAll},
+	"keyslot":  {versions: []int{cluster.Version}, decode: decodeAs[cluster.Result], formats: fmtAll},
 }
 
 // Kinds lists the document kinds Decode reads, sorted.

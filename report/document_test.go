@@ -332,9 +332,9 @@ func TestTextColor(t *testing.T) {
 func TestRenderRefusesFormat(t *testing.T) {
 	d := readFixture(t, "eval.json")
 	var b bytes.Buffer
-	err := Render(&b, "junit", d, Options{})
-	if err == nil || !strings.Contains(err.Error(), "eval documents have no junit output") || b.Len() != 0 {
-		t.Errorf("Render(junit, eval) = %v, wrote %d bytes", err, b.Len())
+	err := Render(&b, "pdf", d, Options{})
+	if err == nil || !strings.Contains(err.Error(), "eval documents have no pdf output") || b.Len() != 0 {
+		t.Errorf("Render(pdf, eval) = %v, wrote %d bytes", err, b.Len())
 	}
 	if err := Render(&b, "text", 42, Options{}); err == nil {
 		t.Error("Render of an int succeeded")

@@ -37,13 +37,52 @@ func EvalText(w io.Writer, res eval.Result, o Options) error {
 	if res.NoTTL != nil {
 		b.WriteString("\n" + noTTLText(res.NoTTL, st))
 	}
+	b.WriteString("\n" + evalChecksText(res, st))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
+// evalChecksText lists the run's checks, one line each, and the verdict.
+func evalChecksText(res eval.Result, st Styles) string {
+	checks := res.CheckList()
+	rows := make([][]string, 0, len(checks))
+	for _, c := range checks {
+		rows = append(rows, []string{st.Verdict(c.Pass), Printable(c.ID), Printable(c.Message)})
+	}
+	return "checks\n" + Table(nil, rows, st) + "verdict: " + st.Verdict(res.Pass()) + "\n"
+}
+
+// evalSpan writes a duration without zero units: 10s, 1m, 1h30m, 250ms.
+func evalSpan(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// evalPer writes a window as a reader says it: per second, per minute,
+// per hour, per day, else per 10s, per 1m30s.
+func evalPer(d time.Duration) string {
+	switch d {
+	case time.Second:
+		return "per second"
+	case time.Minute:
+		return "per minute"
+	case time.Hour:
+		return "per hour"
+	case 24 * time.Hour:
+		return "per day"
+	}
+	return "per " + evalSpan(d)
+}
+
 func evalTitle(res eval.Result) string {
 	if res.Algo == "script" {
-		return Printable(fmt.Sprintf("%d call(s) of %s", len(res.Calls), res.Script.Name))
+		return Printable(fmt.Sprintf("%s of %s", countNoun(len(res.Calls), "call", "calls"), res.Script.Name))
 	}
 	p := res.Params
 	var desc string
@@ -51,7 +90,7 @@ func evalTitle(res eval.Result) string {
 	case eval.TokenBucket:
 		desc = fmt.Sprintf("capacity %d, rate %s, cost %d", p.Capacity, p.Rate, p.Cost)
 	case eval.SlidingWindow, eval.FixedWindow:
-		desc = fmt.Sprintf("limit %d per %s, cost %d", p.Limit, time.Duration(p.WindowMs)*time.Millisecond, p.Cost)
+		desc = fmt.Sprintf("limit %d %s, cost %d", p.Limit, evalPer(time.Duration(p.WindowMs)*time.Millisecond), p.Cost)
 	case eval.GCRA:
 		desc = fmt.Sprintf("rate %s, burst %d, cost %d", p.Rate, p.Burst, p.Cost)
 	}
@@ -133,9 +172,7 @@ func ttlText(ms int64) string {
 	return strconv.FormatInt(ms, 10)
 }
 
-func latencyText(us int64) string {
-	return (time.Duration(us) * time.Microsecond).String()
-}
+func latencyText(us int64) string { return Latency(float64(us) / 1000) }
 
 func compactJSON(v any) string {
 	b, err := json.Marshal(v)
@@ -164,8 +201,11 @@ func listOrNone(xs []string) string {
 }
 
 func evalSummary(res eval.Result) string {
-	if res.ReplyShape != "limiter" {
-		return fmt.Sprintf("%d call(s); the replies do not look like a limiter's {allowed 0/1, remaining, ...}", len(res.Calls))
+	switch {
+	case len(res.OtherShape) > 0:
+		return countNoun(len(res.Calls), "call", "calls") + "; some replies look like a limiter's {allowed 0/1, remaining, ...} and some do not"
+	case res.ReplyShape != "limiter":
+		return countNoun(len(res.Calls), "call", "calls") + "; the replies do not look like a limiter's {allowed 0/1, remaining, ...}"
 	}
 	s := res.Summary
 	line := fmt.Sprintf("%d allowed, %d refused", s.Allowed, s.Refused)
@@ -178,6 +218,8 @@ func evalSummary(res eval.Result) string {
 	}
 	return line
 }
+
+func neverExpires(n int) string { return plural(n, "it never expires", "they never expire") }
 
 func noTTLText(c *eval.TTLCheck, st Styles) string {
 	var b strings.Builder
@@ -193,9 +235,9 @@ func noTTLText(c *eval.TTLCheck, st Styles) string {
 		return b.String()
 	}
 	if c.Allowed {
-		b.WriteString(st.Warn.Render(fmt.Sprintf("%s without a TTL: they never expire (accepted with --allow-no-ttl)", countNoun(len(c.Keys), "key", "keys"))) + "\n")
+		b.WriteString(st.Warn.Render(fmt.Sprintf("%s without a TTL: %s (accepted with --allow-no-ttl)", countNoun(len(c.Keys), "key", "keys"), neverExpires(len(c.Keys)))) + "\n")
 	} else {
-		b.WriteString(st.Fail.Render(fmt.Sprintf("FAIL: %s without a TTL: they never expire", countNoun(len(c.Keys), "key", "keys"))) + "\n")
+		b.WriteString(st.Fail.Render(fmt.Sprintf("FAIL: %s without a TTL: %s", countNoun(len(c.Keys), "key", "keys"), neverExpires(len(c.Keys)))) + "\n")
 	}
 	rows := make([][]string, 0, len(c.Keys))
 	for _, k := range c.Keys {
@@ -231,11 +273,11 @@ func EvalSimulateText(w io.Writer, res eval.SimResult, o Options) error {
 	case eval.TokenBucket:
 		desc = fmt.Sprintf("capacity %d, rate %s", p.Capacity, p.Rate)
 	case eval.SlidingWindow, eval.FixedWindow:
-		desc = fmt.Sprintf("limit %d per %s", p.Limit, time.Duration(p.WindowMs)*time.Millisecond)
+		desc = fmt.Sprintf("limit %d %s", p.Limit, evalPer(time.Duration(p.WindowMs)*time.Millisecond))
 	case eval.GCRA:
 		desc = fmt.Sprintf("rate %s, burst %d", p.Rate, p.Burst)
 	}
-	dur := time.Duration(res.ForMs) * time.Millisecond
+	dur := evalSpan(time.Duration(res.ForMs) * time.Millisecond)
 	b.WriteString(st.Title.Render(Printable(fmt.Sprintf("simulate %s (%s, cost %d) under %s arrivals for %s", res.Algo, desc, p.Cost, res.Rate, dur))) + "\n")
 	b.WriteString(st.Dim.Render("the real script on the server, in virtual time (now_ms), on a temporary key that is deleted afterwards") + "\n\n")
 	pct := 0.0
@@ -244,7 +286,7 @@ func EvalSimulateText(w io.Writer, res eval.SimResult, o Options) error {
 	}
 	fmt.Fprintf(&b, "%d arrivals: %s admitted (%.1f%%), %d refused", res.Arrivals, st.Title.Render(strconv.Itoa(res.Admitted)), pct, res.Refused)
 	if res.FirstRefMs >= 0 {
-		fmt.Fprintf(&b, "; first refusal at %s", time.Duration(res.FirstRefMs)*time.Millisecond)
+		fmt.Fprintf(&b, "; first refusal at %s", evalSpan(time.Duration(res.FirstRefMs)*time.Millisecond))
 	}
 	b.WriteString("\n\nadmitted per second\n")
 	for i := 0; i < len(res.PerSecond); i += 10 {
@@ -261,7 +303,9 @@ func EvalSimulateText(w io.Writer, res eval.SimResult, o Options) error {
 	} else {
 		fmt.Fprintf(&b, "Go model: %d admitted, %s\n", res.Model, st.Fail.Render("DIFFERENT decisions from the script"))
 	}
-	b.WriteString(st.Dim.Render(fmt.Sprintf("%d script calls in %d pipeline(s), %.1f ms wall time", res.Arrivals, res.Pipelines, res.WallMs)) + "\n")
+	b.WriteString(st.Dim.Render(fmt.Sprintf("%s in %s, %s wall time", countNoun(res.Arrivals, "script call", "script calls"),
+		countNoun(res.Pipelines, "pipeline", "pipelines"), Latency(res.WallMs))) + "\n")
+	b.WriteString("verdict: " + st.Verdict(res.Agrees) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

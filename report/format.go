@@ -34,3 +34,22 @@ func countNoun(n int, one, many string) string {
 func secs(f float64) string {
 	return strconv.FormatFloat(math.Round(f*100)/100, 'f', -1, 64) + "s"
 }
+
+// byteSize prints a byte count in SI units as k6 does: "512 B", "12.3 kB",
+// "4.56 MB".
+func byteSize(n float64) string {
+	const unit = 1000
+	if n < unit {
+		return strconv.FormatFloat(math.Max(n, 0), 'f', 0, 64) + " B"
+	}
+	for i, u := range []string{"kB", "MB", "GB", "TB", "PB"} {
+		if v := n / math.Pow(unit, float64(i+1)); v < unit || u == "PB" {
+			digits := 1
+			if v < 10 {
+				digits = 2
+			}
+			return strconv.FormatFloat(v, 'f', digits, 64) + " " + u
+		}
+	}
+	return "" // unreachable
+}

@@ -56,7 +56,8 @@ svg .axis { stroke: #8a92a3; stroke-width: 1; }
 svg .tick { fill: #5b6475; font-size: 11px; }
 svg .axis-label, svg .legend { fill: #1d2330; font-size: 12px; }
 svg .group-label { fill: #1d2330; font-size: 12px; font-weight: 600; }
-svg .ref-label { fill: #c0262d; font-size: 12px; font-weight: 600; }
+svg .ref-label { fill: #c0262d; font-size: 12px; font-weight: 600; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
+svg .value { fill: #1d2330; font-size: 10px; font-variant-numeric: tabular-nums; }
 svg .admitted { fill: #2e9d55; }
 svg .limited { fill: #f0b429; }
 svg .failed { fill: #d64545; }
@@ -73,7 +74,7 @@ svg .pnone { fill: #b8c2d6; }
 svg .line-expected { fill: none; stroke: #1a237e; stroke-width: 2.5; stroke-dasharray: 6 3; }
 svg .line-observed { fill: none; stroke: #2e9d55; stroke-width: 2.5; }
 svg .line-remaining { fill: none; stroke: #5b8def; stroke-width: 2; }
-svg .band-expected { fill: #1a237e; fill-opacity: .12; stroke: none; }
+svg .band-expected { fill: #5b6cd6; fill-opacity: .3; stroke: #1a237e; stroke-opacity: .45; stroke-width: 1; }
 svg .ref-limit { stroke: #c0262d; stroke-width: 2; stroke-dasharray: 5 4; }
 svg .dot-allowed { fill: #2e9d55; stroke: #fff; stroke-width: 1; }
 svg .dot-refused { fill: #d64545; stroke: #fff; stroke-width: 1; }
@@ -163,9 +164,7 @@ func docVerdict(v any) (pass, has bool) {
 	case eval.SimResult:
 		return d.Agrees, true
 	case eval.Result:
-		if d.NoTTL != nil {
-			return len(d.NoTTL.Keys) == 0, true
-		}
+		return d.Pass(), true
 	}
 	return false, false
 }

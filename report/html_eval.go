@@ -62,23 +62,38 @@ func evalHTML(b *strings.Builder, res eval.Result) {
 	}
 	b.WriteString("<h3>Calls</h3>\n")
 	htmlTable(b, headers, rows, right...)
-	if c := res.NoTTL; c != nil {
-		if len(c.Keys) == 0 {
-			htmlVerdict(b, true, "no key without a TTL")
-		} else {
-			htmlVerdict(b, false, fmt.Sprintf("%s without a TTL: they never expire; set a TTL on every write", countNoun(len(c.Keys), "key", "keys")))
-			var krows [][]string
-			for _, k := range c.Keys {
-				krows = append(krows, []string{htmlCode(k.Key), esc(k.Type), esc(k.Found)})
-			}
-			htmlTable(b, []string{"key", "type", "found by"}, krows)
+	if c := res.NoTTL; c != nil && len(c.Keys) > 0 {
+		msg := fmt.Sprintf("%s without a TTL: %s; set a TTL on every write", countNoun(len(c.Keys), "key", "keys"), neverExpires(len(c.Keys)))
+		if c.Allowed {
+			msg = fmt.Sprintf("%s without a TTL, accepted with --allow-no-ttl", countNoun(len(c.Keys), "key", "keys"))
 		}
+		htmlVerdict(b, c.Allowed, msg)
+		var krows [][]string
+		for _, k := range c.Keys {
+			krows = append(krows, []string{htmlCode(k.Key), esc(k.Type), esc(k.Found)})
+		}
+		htmlTable(b, []string{"key", "type", "found by"}, krows)
 	}
+	b.WriteString("<h3>Checks</h3>\n")
+	var crows [][]string
+	for _, c := range res.CheckList() {
+		crows = append(crows, []string{htmlCode(c.ID), htmlBadge(c.Pass), esc(c.Message)})
+	}
+	htmlTable(b, []string{"check", "result", "message"}, crows)
+	htmlVerdict(b, res.Pass(), evalVerdictText(res))
+}
+
+// evalVerdictText says why a run passed or failed, in one line.
+func evalVerdictText(res eval.Result) string {
+	if f := res.Failures(); len(f) > 0 {
+		return strings.Join(f, "; ")
+	}
+	return "every check passed"
 }
 
 func simulateHTML(b *strings.Builder, res eval.SimResult) {
 	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(fmt.Sprintf("simulate %s (%s, cost %d) under %s arrivals for %s",
-		res.Algo, simulateDesc(res), res.Params.Cost, res.Rate, time.Duration(res.ForMs)*time.Millisecond)))
+		res.Algo, simulateDesc(res), res.Params.Cost, res.Rate, evalSpan(time.Duration(res.ForMs)*time.Millisecond))))
 	htmlServer(b, res.Server.String())
 	share := 0.0
 	if res.Arrivals > 0 {

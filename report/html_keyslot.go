@@ -94,7 +94,7 @@ func slotRangeChart(counts []int64, top *cluster.Topology, title string) string 
 func primaryChart(ps []cluster.Primary) string {
 	g := barGroup{}
 	for i, p := range ps {
-		g.bars = append(g.bars, bar{label: p.Node, segs: []seg{{float64(p.Keys), primaryClass(i)}},
+		g.bars = append(g.bars, bar{label: p.Node, segs: []seg{{float64(p.Keys), primaryClass(i)}}, value: strconv.FormatInt(p.Keys, 10),
 			title: fmt.Sprintf("%s: %d keys (%s) on %d slots", p.Node, p.Keys, pct(p.Share), p.Slots)})
 	}
 	return barChart{title: "keys per primary", yLabel: "keys", groups: []barGroup{g}, height: 240, width: 640, ints: true}.svg()

@@ -148,12 +148,27 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 			obs[k], exp[k], lo[k], hi[k] = co, ce, max(ce-tol, 0), ce+tol
 			labels[k] = strconv.Itoa(k+1) + "s"
 		}
+		band := legendItem{fmt.Sprintf("expected ±%d (the verdict's tolerance)", res.Expect.Tolerance), "band-expected"}
 		b.WriteString("<h3>Admitted so far against the expectation</h3>\n")
 		b.WriteString(linePlot{
 			title: "cumulative admitted, observed and expected", yLabel: "admitted requests (cumulative)", xLabels: labels,
 			series: []lineSeries{{name: "expected", class: "line-expected", values: exp}, {name: "observed", class: "line-observed", values: obs}},
-			bandLo: lo, bandHi: hi, band: legendItem{fmt.Sprintf("expected ±%d (the verdict's tolerance)", res.Expect.Tolerance), "band-expected"},
+			bandLo: lo, bandHi: hi, band: band,
 		}.svg())
+		// The same, as the difference from the expectation: on an axis
+		// of a few requests the tolerance band is as wide as it matters.
+		diff := make([]float64, n)
+		dlo := make([]float64, n)
+		dhi := make([]float64, n)
+		for k := range n {
+			diff[k], dlo[k], dhi[k] = obs[k]-exp[k], lo[k]-exp[k], hi[k]-exp[k]
+		}
+		b.WriteString(linePlot{
+			title: "cumulative admitted minus expected, within the tolerance", yLabel: "observed minus expected (requests, cumulative)", xLabels: labels,
+			series: []lineSeries{{name: "observed minus expected", class: "line-observed", values: diff}},
+			bandLo: dlo, bandHi: dhi, band: band, symmetric: true, ints: true, height: 200,
+		}.svg())
+		b.WriteString("<p class=\"muted\">The shaded band is the expectation ± the verdict's tolerance; the second chart shows the observed count's distance from the expectation, so a band of a few requests stays readable.</p>\n")
 	}
 
 	// Latency percentiles, from the due time and from the send.
@@ -178,7 +193,7 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 			{"lateness", "lat-late", res.Lateness},
 		} {
 			v := p.get(l.lat)
-			grp.bars = append(grp.bars, bar{title: fmt.Sprintf("%s %s: %s ms", p.name, l.name, loadNum(v)), segs: []seg{{v, l.class}}})
+			grp.bars = append(grp.bars, bar{title: fmt.Sprintf("%s %s: %s ms", p.name, l.name, loadNum(v)), segs: []seg{{v, l.class}}, value: loadNum(v)})
 		}
 		groups = append(groups, grp)
 	}
@@ -244,7 +259,7 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 		b.WriteString("<h3>Thresholds</h3>\n")
 		var trows [][]string
 		for _, c := range res.Thresholds {
-			trows = append(trows, []string{esc(c.Name + " <= " + c.Limit), esc(c.Actual), htmlBadge(c.Pass)})
+			trows = append(trows, []string{esc(loadCheckName(c)), esc(c.Actual), htmlBadge(c.Pass)})
 		}
 		htmlTable(b, []string{"threshold", "actual", "result"}, trows)
 	}
@@ -309,7 +324,7 @@ func loadHistogramChart(res *load.Result) string {
 	slices.Sort(bounds)
 	bounds = slices.Compact(bounds)
 	every := (len(bounds) + loadHistMaxLabels - 1) / loadHistMaxLabels
-	chart := barChart{title: "latency histogram", yLabel: "requests (log scale)", height: 280, logY: true}
+	chart := barChart{title: "latency histogram", yLabel: "requests (log scale)", height: 280, logY: true, ints: true}
 	for i, le := range bounds {
 		grp := barGroup{}
 		if i%every == 0 || i == len(bounds)-1 {
@@ -320,7 +335,11 @@ func loadHistogramChart(res *load.Result) string {
 				continue
 			}
 			n := counts[k][le]
-			grp.bars = append(grp.bars, bar{title: fmt.Sprintf("%s: %d requests at most %s ms", s.name, n, tickLabel(le)), segs: []seg{{float64(n), s.class}}})
+			value := ""
+			if n > 0 {
+				value = strconv.FormatInt(n, 10)
+			}
+			grp.bars = append(grp.bars, bar{title: fmt.Sprintf("%s: %d requests at most %s ms", s.name, n, tickLabel(le)), segs: []seg{{float64(n), s.class}}, value: value})
 		}
 		chart.groups = append(chart.groups, grp)
 	}

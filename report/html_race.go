@@ -35,16 +35,21 @@ func raceHTML(b *strings.Builder, res race.Result) {
 					cls = "over"
 				}
 			}
-			g.bars = append(g.bars, bar{label: "t" + strconv.Itoa(t+1), segs: []seg{{float64(a), cls}},
+			g.bars = append(g.bars, bar{label: "t" + strconv.Itoa(t+1), segs: []seg{{float64(a), cls}}, value: strconv.Itoa(a),
 				title: fmt.Sprintf("%s, trial %d: admitted %d of %d (limit %d)", s.Label, t+1, a, res.Concurrency, res.Limit)})
 		}
 		groups = append(groups, g)
 	}
+	logY := raceLogAxis(res)
+	yLabel := fmt.Sprintf("admitted of %d requests", res.Concurrency)
+	if logY {
+		yLabel += " (log scale)"
+	}
 	b.WriteString(barChart{
-		title: "admitted per strategy and trial against the limit", yLabel: fmt.Sprintf("admitted of %d requests", res.Concurrency),
+		title: "admitted per strategy and trial against the limit", yLabel: yLabel,
 		groups: groups, ref: &refLine{value: float64(res.Limit), label: fmt.Sprintf("limit %d", res.Limit), class: "ref-limit"},
 		legend: []legendItem{{"atomic, within the limit", "atomic"}, {"atomic, over the limit", "over"}, {"not atomic (racy by design)", "racy"}, {"limit", "ref-limit"}},
-		height: 320, ints: true,
+		height: 320, ints: true, logY: logY,
 	}.svg())
 
 	var rows [][]string
@@ -81,4 +86,24 @@ func raceHTML(b *strings.Builder, res race.Result) {
 	}
 	htmlTable(b, []string{"across trials", "min", "median", "max", "p50", "p99", "result"}, rows, 1, 2, 3, 4, 5)
 	htmlNotes(b, "warn", res.Notes)
+}
+
+// raceLogRatio is how many times the tallest bar may exceed the limit
+// (or the smallest admitted count) before the chart of admissions turns
+// logarithmic: past it, the limit would be a few pixels of a linear axis
+// (10000 goroutines against a limit of 100 is 1%).
+const raceLogRatio = 20
+
+// raceLogAxis reports whether the admissions are drawn on a log axis.
+func raceLogAxis(res race.Result) bool {
+	small, top := float64(res.Limit), float64(res.Limit)
+	for _, s := range res.Strategies {
+		for _, a := range s.Admitted {
+			if a > 0 {
+				small = min(small, float64(a))
+			}
+			top = max(top, float64(a))
+		}
+	}
+	return small > 0 && top > raceLogRatio*small
 }

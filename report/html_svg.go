@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -47,12 +48,13 @@ type seg struct {
 	class string
 }
 
-// bar is one bar: segments from the bottom up, a label under it and a
-// tooltip.
+// bar is one bar: segments from the bottom up, a label under it, a
+// tooltip and, when value is set, that text written above the bar.
 type bar struct {
 	segs  []seg
 	label string
 	title string
+	value string
 }
 
 func (b bar) total() float64 {
@@ -143,7 +145,13 @@ func legend(b *strings.Builder, items []legendItem, x, y float64) {
 	}
 }
 
-// scale maps values to y coordinates, linear from 0 or logarithmic.
+// minBarPx is the least height of a bar (or a stacked segment) whose
+// value is not zero, so that a count of 1 next to thousands, or at the
+// bottom decade of a log axis, does not look like no bar at all.
+const minBarPx = 3.0
+
+// scale maps values to y coordinates, linear (from lo, 0 unless the
+// axis is symmetric around 0) or logarithmic.
 type scale struct {
 	top, bottom float64
 	lo, hi      float64 // value range; lo > 0 on a log scale
@@ -151,14 +159,21 @@ type scale struct {
 	step        float64 // linear tick step
 }
 
+// newScale makes a y scale up to maxV. A log scale starts a decade
+// below the smallest positive value, so that value gets a visible bar
+// (100 next to 10000 draws a third of the height, not nothing); with
+// ints it starts at 1 at the lowest, since counts have no fractions.
 func newScale(top, bottom, minPos, maxV float64, log, ints bool) scale {
 	sc := scale{top: top, bottom: bottom, log: log}
 	if log && maxV > 0 {
 		if !(minPos > 0) || minPos > maxV {
 			minPos = maxV
 		}
-		sc.lo = math.Pow(10, math.Floor(math.Log10(minPos)))
-		sc.hi = math.Pow(10, math.Ceil(math.Log10(maxV)))
+		sc.lo = math.Pow(10, math.Ceil(math.Log10(minPos)-1e-9)-1)
+		if ints {
+			sc.lo = max(sc.lo, 1)
+		}
+		sc.hi = math.Pow(10, math.Ceil(math.Log10(maxV)-1e-9))
 		if sc.hi <= sc.lo {
 			sc.hi = sc.lo * 10
 		}
@@ -175,6 +190,18 @@ func newScale(top, bottom, minPos, maxV float64, log, ints bool) scale {
 	return sc
 }
 
+// newSymScale is a linear scale from -m to m (rounded up), for
+// differences around zero; with ints the ticks are whole.
+func newSymScale(top, bottom, m float64, ints bool) scale {
+	sc := scale{top: top, bottom: bottom}
+	sc.hi, sc.step = niceCeil(m)
+	if ints && sc.step < 1 {
+		sc.step, sc.hi = 1, math.Max(1, math.Ceil(m))
+	}
+	sc.lo = -sc.hi
+	return sc
+}
+
 // y is the coordinate of v; values below the range sit on the axis.
 func (sc scale) y(v float64) float64 {
 	v = finite(v)
@@ -185,7 +212,7 @@ func (sc scale) y(v float64) float64 {
 		f := (math.Log10(v) - math.Log10(sc.lo)) / (math.Log10(sc.hi) - math.Log10(sc.lo))
 		return sc.bottom - (sc.bottom-sc.top)*f
 	}
-	return sc.bottom - (sc.bottom-sc.top)*v/sc.hi
+	return sc.bottom - (sc.bottom-sc.top)*(v-sc.lo)/(sc.hi-sc.lo)
 }
 
 // ticks are the values with grid lines.
@@ -197,21 +224,22 @@ func (sc scale) ticks() []float64 {
 		}
 		return out
 	}
-	for k := 0; float64(k)*sc.step <= sc.hi+sc.step/2 && k < 64; k++ {
-		out = append(out, math.Round(float64(k)*sc.step*1e6)/1e6)
+	for k := 0; sc.lo+float64(k)*sc.step <= sc.hi+sc.step/2 && k < 128; k++ {
+		out = append(out, math.Round((sc.lo+float64(k)*sc.step)*1e6)/1e6)
 	}
 	return out
 }
 
-// axis draws the grid, tick labels, the axis label and the x axis.
-func (sc scale) axis(b *strings.Builder, left, right float64, label string) {
+// axis draws the grid, tick labels, the axis label (its baseline at
+// labelY) and the x axis.
+func (sc scale) axis(b *strings.Builder, left, right, labelY float64, label string) {
 	for _, v := range sc.ticks() {
 		y := sc.y(v)
 		fmt.Fprintf(b, `<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(left), num(y), num(right), num(y))
 		fmt.Fprintf(b, `<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`+"\n", num(left-6), num(y+4), esc(tickLabel(v)))
 	}
 	if label != "" {
-		fmt.Fprintf(b, `<text class="axis-label" x="%s" y="%s" text-anchor="start">%s</text>`+"\n", num(left), num(sc.top-8), esc(label))
+		fmt.Fprintf(b, `<text class="axis-label" x="%s" y="%s" text-anchor="start">%s</text>`+"\n", num(left), num(labelY), esc(label))
 	}
 	fmt.Fprintf(b, `<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`+"\n", num(left), num(sc.bottom), num(right), num(sc.bottom))
 }
@@ -245,10 +273,21 @@ func (c barChart) svg() string {
 	if c.ref != nil {
 		maxV = max(maxV, finite(c.ref.value))
 	}
-	sc := newScale(top, bottom, minPos, maxV, c.logY, c.ints)
+	if c.ref != nil && c.ref.value > 0 {
+		minPos = min(minPos, finite(c.ref.value))
+	}
+	plotTop := top
+	for _, g := range c.groups {
+		for _, br := range g.bars {
+			if br.value != "" {
+				plotTop = top + 14 // room for the value above the tallest bar
+			}
+		}
+	}
+	sc := newScale(plotTop, bottom, minPos, maxV, c.logY, c.ints)
 	var b strings.Builder
 	svgOpen(&b, w, h, c.title)
-	sc.axis(&b, left, float64(w)-right, c.yLabel)
+	sc.axis(&b, left, float64(w)-right, top-8, c.yLabel)
 	legend(&b, c.legend, left, 16)
 	if n == 0 {
 		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s">no data</text></svg>`+"\n", num(left+10), num(bottom-10))
@@ -269,15 +308,22 @@ func (c barChart) svg() string {
 		gStart := x
 		for _, br := range g.bars {
 			fmt.Fprintf(&b, `<g><title>%s</title>`, esc(br.title))
-			cum := 0.0
+			// Stack in pixels: each segment starts where the one under it
+			// ended and is at least minBarPx tall.
+			cum, yPrev := 0.0, sc.bottom
 			for _, s := range br.segs {
 				v := finite(s.value)
 				if v <= 0 {
 					continue
 				}
-				y0, y1 := sc.y(cum), sc.y(cum+v)
 				cum += v
-				fmt.Fprintf(&b, `<rect class="%s" x="%s" y="%s" width="%s" height="%s"/>`, esc(s.class), num(x+(slot-barW)/2), num(y1), num(barW), num(max(y0-y1, 0.5)))
+				y1 := min(sc.y(cum), yPrev-minBarPx)
+				fmt.Fprintf(&b, `<rect class="%s" x="%s" y="%s" width="%s" height="%s"/>`, esc(s.class), num(x+(slot-barW)/2), num(y1), num(barW), num(yPrev-y1))
+				yPrev = y1
+			}
+			// The value above the bar, when it fits the bar's slot.
+			if br.value != "" && 6*float64(len([]rune(br.value))) <= slot+2 {
+				fmt.Fprintf(&b, `<text class="value" x="%s" y="%s" text-anchor="middle">%s</text>`, num(x+slot/2), num(yPrev-4), esc(br.value))
 			}
 			b.WriteString("</g>\n")
 			// Draw a label unless it would run into the previous one.
@@ -335,8 +381,13 @@ type linePlot struct {
 	bandLo  []float64
 	bandHi  []float64
 	band    legendItem
-	width   int
-	height  int
+	// symmetric draws a linear axis from -m to m around zero, for
+	// differences; otherwise the axis runs from 0.
+	symmetric bool
+	// ints keeps the ticks of a symmetric axis whole.
+	ints   bool
+	width  int
+	height int
 }
 
 func (c linePlot) svg() string {
@@ -349,20 +400,23 @@ func (c linePlot) svg() string {
 	}
 	const left, right, top = 56.0, 16.0, 44.0
 	bottom := float64(h) - 30
-	n, maxV := 0, 0.0
+	n, maxV, maxAbs := 0, 0.0, 0.0
 	for _, s := range c.series {
 		n = max(n, len(s.values))
 		for _, v := range s.values {
-			maxV = max(maxV, finite(v))
+			maxV, maxAbs = max(maxV, finite(v)), max(maxAbs, math.Abs(finite(v)))
 		}
 	}
-	for _, v := range c.bandHi {
-		maxV = max(maxV, finite(v))
+	for _, v := range append(slices.Clone(c.bandHi), c.bandLo...) {
+		maxV, maxAbs = max(maxV, finite(v)), max(maxAbs, math.Abs(finite(v)))
 	}
 	sc := newScale(top, bottom, 0, maxV, false, false)
+	if c.symmetric {
+		sc = newSymScale(top, bottom, maxAbs*1.2, c.ints)
+	}
 	var b strings.Builder
 	svgOpen(&b, w, h, c.title)
-	sc.axis(&b, left, float64(w)-right, c.yLabel)
+	sc.axis(&b, left, float64(w)-right, top-8, c.yLabel)
 	var items []legendItem
 	if len(c.bandHi) > 0 {
 		items = append(items, c.band)
@@ -384,18 +438,21 @@ func (c linePlot) svg() string {
 	}
 	yOf := sc.y
 	if len(c.bandHi) > 0 && len(c.bandHi) == len(c.bandLo) {
-		var p strings.Builder
+		// A filled polygon: along the upper bound, back along the lower
+		// one; a single point is widened so the band still shows.
+		var p []string
 		for i, v := range c.bandHi {
-			cmd := "L"
-			if i == 0 {
-				cmd = "M"
-			}
-			fmt.Fprintf(&p, "%s%s %s ", cmd, num(xOf(i)), num(yOf(v)))
+			p = append(p, num(xOf(i))+","+num(yOf(v)))
 		}
 		for i := len(c.bandLo) - 1; i >= 0; i-- {
-			fmt.Fprintf(&p, "L%s %s ", num(xOf(i)), num(yOf(c.bandLo[i])))
+			p = append(p, num(xOf(i))+","+num(yOf(c.bandLo[i])))
 		}
-		fmt.Fprintf(&b, `<path class="%s" d="%sZ"/>`+"\n", esc(c.band.class), p.String())
+		if len(c.bandHi) == 1 {
+			x0 := xOf(0)
+			p = []string{num(x0-6) + "," + num(yOf(c.bandHi[0])), num(x0+6) + "," + num(yOf(c.bandHi[0])),
+				num(x0+6) + "," + num(yOf(c.bandLo[0])), num(x0-6) + "," + num(yOf(c.bandLo[0]))}
+		}
+		fmt.Fprintf(&b, `<polygon class="%s" points="%s"><title>%s</title></polygon>`+"\n", esc(c.band.class), strings.Join(p, " "), esc(c.band.name))
 	}
 	every := max(1, int(math.Ceil(float64(n)*40/plotW)))
 	for i, l := range c.xLabels {

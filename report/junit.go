@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/race"
 )
@@ -72,7 +73,7 @@ func (c *junitCase) fail(typ, message, text string) {
 }
 
 // JUnit writes documents as one JUnit report: a <testsuite> per document.
-// Documents of kinds without checks (eval, simulate, scripts) are an error.
+// Every kind has one: a kind without checks (scripts) is an empty suite.
 func JUnit(w io.Writer, docs ...any) error {
 	var suites []junitSuite
 	for _, d := range docs {
@@ -88,8 +89,14 @@ func JUnit(w io.Writer, docs ...any) error {
 			s = loadSuite(res)
 		case cluster.Result:
 			s = keyslotSuite(res)
+		case eval.Result:
+			s = evalSuite(res)
+		case eval.SimResult:
+			s = simulateSuite(res)
+		case eval.Catalog:
+			s = scriptsSuite(res)
 		default:
-			return fmt.Errorf("%s documents have no junit output; use text, json or markdown", kind)
+			return fmt.Errorf("report: no junit renderer for %s", kind)
 		}
 		suites = append(suites, s)
 	}

@@ -23,10 +23,15 @@ func loadSuite(res *load.Result) junitSuite {
 		s.Timestamp = res.StartedAt.UTC().Format(time.RFC3339)
 	}
 	for _, th := range res.Thresholds {
-		c := newCase("load.thresholds", th.Name+" <= "+th.Limit, 0)
-		c.SystemOut = fmt.Sprintf("%s: %s (limit %s)\n", th.Name, th.Actual, th.Limit)
+		c := newCase("load.thresholds", loadCheckName(th), 0)
+		c.SystemOut = fmt.Sprintf("%s: %s (limit %s %s)\n", th.Name, th.Actual, cmpOr(th.Op, "<="), th.Limit)
+		if loadHasLatencyCheck(&load.Result{Thresholds: []load.Check{th}}) {
+			c.SystemOut += "judged on the latency from the due time\n"
+		}
 		if !th.Pass {
-			c.fail("threshold", fmt.Sprintf("threshold %s: %s > %s", th.Name, th.Actual, th.Limit), c.SystemOut)
+			// the message is the verdict's: the verdict testcase does not
+			// fail a second time for it
+			c.fail("threshold", loadCheckMessage(th), c.SystemOut)
 			c.SystemOut = ""
 		}
 		s.Cases = append(s.Cases, c)
@@ -86,7 +91,14 @@ func loadSuite(res *load.Result) junitSuite {
 	v := newCase("load.verdict", "verdict", res.ElapsedS)
 	switch res.Verdict {
 	case "pass":
-		v.SystemOut = fmt.Sprintf("%d sent, %d allowed, %d rate limited, %d failed\n", res.Sent, res.Allowed, res.RateLimited, res.Failed)
+		counts, warn := loadSummary(res)
+		v.SystemOut = counts + "\n"
+		if warn != "" {
+			v.SystemOut += warn + "\n"
+		}
+		for _, n := range res.Notes {
+			v.SystemOut += "note: " + n + "\n"
+		}
 	case "fail":
 		// Each reason of a failed verdict is a threshold or the admitted
 		// count, which fail testcases of their own: failing this one too
@@ -104,15 +116,30 @@ func loadSuite(res *load.Result) junitSuite {
 				rest = append(rest, m)
 			}
 		}
+		counts, warn := loadSummary(res)
+		summary := counts + "\n"
+		if warn != "" {
+			summary += warn + "\n"
+		}
+		if res.Aborted {
+			summary += "aborted: " + res.AbortReason + "\n"
+		}
 		if len(rest) > 0 || len(res.VerdictMessages) == 0 {
-			v.fail("verdict", strings.Join(rest, "; "), strings.Join(rest, "\n")+"\n")
+			v.fail("verdict", strings.Join(rest, "; "), strings.Join(rest, "\n")+"\n"+summary)
 		} else {
-			v.SystemOut = "fail, from the failed testcases above: " + strings.Join(res.VerdictMessages, "; ") + "\n"
+			v.SystemOut = "fail, from the failed testcases above: " + strings.Join(res.VerdictMessages, "; ") + "\n" + summary
 		}
 	default:
 		v.Error = &junitFailure{Type: "interrupted", Message: fmt.Sprintf("interrupted after %ss: no verdict", loadNum(res.ElapsedS))}
 	}
 	s.Cases = append(s.Cases, v)
+	return s
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
 	return s
 }
 

@@ -95,12 +95,14 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 	}
 	if len(res.Keys) > 0 {
 		b.WriteString("\n")
-		headers := []string{"KEY", "HASHED", "SLOT"}
+		headers := []string{"key", "hashed", "slot"}
+		right := []int{2} // numbers right-aligned, text left-aligned
 		live := res.Topology != nil
 		if live {
-			headers = append(headers, "NODE", "REPLICAS")
+			headers = append(headers, "node", "replicas")
 		}
 		if res.Verify != nil {
+			right = append(right, len(headers))
 			headers = append(headers, "CLUSTER KEYSLOT")
 		}
 		rows := make([][]string, len(res.Keys))
@@ -126,7 +128,7 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 			}
 			rows[i] = row
 		}
-		b.WriteString(Table(headers, rows, st, 2, len(headers)-1))
+		b.WriteString(Table(headers, rows, st, right...))
 	}
 	if v := res.Verify; v != nil {
 		fmt.Fprintf(&b, "\n%s  %s checked with CLUSTER KEYSLOT, %s\n",
@@ -176,7 +178,7 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 			for i, p := range sp.Primaries {
 				rows[i] = []string{Printable(p.Node), strconv.Itoa(p.Slots), strconv.FormatInt(p.Keys, 10), pct(p.Share)}
 			}
-			b.WriteString(Table([]string{"PRIMARY", "SLOTS", "KEYS", "SHARE"}, rows, st, 1, 2, 3))
+			b.WriteString(Table([]string{"primary", "slots", "keys", "share"}, rows, st, 1, 2, 3))
 			if sp.BusiestPrimary != "" {
 				fmt.Fprintf(&b, "busiest primary: %s with %s of the keys\n", Printable(sp.BusiestPrimary), pct(sp.BusiestShare))
 			}
@@ -191,13 +193,19 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 			title += " (" + Printable(sp.Rate) + " in all)"
 		}
 		b.WriteString("\n" + st.Title.Render(title) + "\n")
-		headers := []string{"SUB-KEY", "HASHED", "SLOT"}
+		headers := []string{"sub-key", "hashed", "slot"}
 		live := len(sp.SubKeys) > 0 && sp.SubKeys[0].Node != ""
+		assumed := len(sp.SubKeys) > 0 && sp.SubKeys[0].Range != ""
 		if live {
-			headers = append(headers, "NODE")
+			headers = append(headers, "node")
 		}
+		if assumed {
+			headers = append(headers, "default range")
+		}
+		right := []int{2}
 		if sp.Rate != "" {
-			headers = append(headers, "RATE")
+			right = append(right, len(headers))
+			headers = append(headers, "rate")
 		}
 		rows := make([][]string, len(sp.SubKeys))
 		for i, s := range sp.SubKeys {
@@ -206,13 +214,22 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 			if live {
 				row = append(row, Printable(s.Node))
 			}
+			if assumed {
+				row = append(row, Printable(s.Range))
+			}
 			if sp.Rate != "" {
 				row = append(row, Printable(s.Rate))
 			}
 			rows[i] = row
 		}
-		b.WriteString(Table(headers, rows, st, 2))
-		b.WriteString(st.Dim.Render("note: "+Printable(sp.Note)) + "\n")
+		b.WriteString(Table(headers, rows, st, right...))
+		notes := sp.Notes
+		if len(notes) == 0 && sp.Note != "" { // a document written before notes
+			notes = []string{sp.Note}
+		}
+		for _, n := range notes {
+			b.WriteString(st.Dim.Render("note: "+Printable(n)) + "\n")
+		}
 	}
 	b.WriteString("\nverdict: " + st.Verdict(res.Pass()))
 	if len(res.Reasons) > 0 {

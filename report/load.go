@@ -32,6 +32,9 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 	if res.Interrupted {
 		b.WriteString(st.Warn.Render(fmt.Sprintf("interrupted after %s: the counts cover what ran; %d iterations never fell due", loadSecs(res.ElapsedS), res.NotStarted)) + "\n")
 	}
+	if res.Aborted {
+		b.WriteString(st.Warn.Render("aborted (--abort-on-fail): "+Printable(res.AbortReason)+fmt.Sprintf("; %d iterations never fell due", res.NotStarted)) + "\n")
+	}
 	b.WriteString("\n")
 
 	dropped := fmt.Sprintf("%d dropped", res.Dropped)
@@ -40,11 +43,12 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 	}
 	rows := [][]string{
 		{"iterations", fmt.Sprintf("%d sent of %d planned, %s, %.1f/s achieved", res.Sent, res.Planned, dropped, res.AchievedRate)},
-		{"completed", fmt.Sprintf("%d in %s (%d with a status)", res.Completed, loadSecs(res.ElapsedS), res.Responses)},
+		{"completed", fmt.Sprintf("%d in %s (%d with a status), %s responses/s", res.Completed, loadSecs(res.ElapsedS), res.Responses, loadRate(res.ResponsesPerS))},
 		{"statuses", loadStatusLine(res.Status)},
 		{"rate_limited", fmt.Sprintf("%d (%s of responses)", res.RateLimited, pct(res.RateLimitedPct/100))},
 		{"failed", loadFailedLine(res)},
 		{"vus", fmt.Sprintf("%d busy at most, %d allocated (%d pre-allocated, max %d)", res.VUs.MaxBusy, res.VUs.Peak, res.VUs.PreAllocated, res.VUs.Max)},
+		{"data", loadBytesLine(res)},
 	}
 	b.WriteString(Table(nil, rows, st))
 	b.WriteString("\n")
@@ -54,7 +58,7 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 		loadLatencyRow("from due", res.LatencyFromDue),
 		loadLatencyRow("lateness", res.Lateness),
 	}
-	b.WriteString(Table([]string{"latency ms", "p50", "p90", "p99", "max"}, lat, st, 1, 2, 3, 4))
+	b.WriteString(Table(loadLatencyHeaders, lat, st, 1, 2, 3, 4, 5, 6, 7))
 	b.WriteString("\n")
 
 	b.WriteString(loadTimelineTable(res, st))
@@ -65,9 +69,16 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 
 	var th [][]string
 	for _, c := range res.Thresholds {
-		th = append(th, []string{Printable(c.Name + " <= " + c.Limit), Printable(c.Actual), st.Verdict(c.Pass)})
+		row := []string{Printable(loadCheckName(c)), Printable(c.Actual), st.Verdict(c.Pass)}
+		if c.Aborted {
+			row = append(row, st.Warn.Render("stopped the run"))
+		}
+		th = append(th, row)
 	}
 	b.WriteString(Table([]string{"threshold", "actual", ""}, th, st))
+	if loadHasLatencyCheck(res) {
+		b.WriteString(st.Dim.Render("latency thresholds are judged on the latency from the due time") + "\n")
+	}
 
 	if j := res.Expect; j != nil {
 		b.WriteString("\n" + st.Header.Render("verdict on the admitted count") + "\n")
@@ -95,19 +106,31 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 			b.WriteString("  - " + Printable(r) + "\n")
 		}
 	} else {
-		fmt.Fprintf(&b, "generator kept up: nothing dropped, lateness p99 %s ms\n", loadNum(res.Lateness.P99))
+		fmt.Fprintf(&b, "generator kept up: nothing dropped, lateness p99 %s\n", Latency(res.Lateness.P99))
 	}
 	switch res.Verdict {
 	case "pass":
-		b.WriteString(st.Verdict(true) + "\n")
+		b.WriteString(st.Verdict(true))
 	case "fail":
-		b.WriteString(st.Verdict(false) + "\n")
+		b.WriteString(st.Verdict(false))
+	default:
+		b.WriteString(st.Warn.Render("INTERRUPTED: no verdict"))
+	}
+	counts, warn := loadSummary(res)
+	b.WriteString(": " + counts)
+	if warn != "" {
+		b.WriteString("; " + st.Warn.Render(warn))
+	}
+	for _, n := range res.Notes {
+		b.WriteString("; note: " + Printable(n))
+	}
+	b.WriteString("\n")
+	if res.Verdict == "fail" {
 		for _, m := range res.VerdictMessages {
 			b.WriteString("  - " + Printable(m) + "\n")
 		}
-	default:
-		b.WriteString(st.Warn.Render("INTERRUPTED: no verdict") + "\n")
 	}
+
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -128,11 +151,78 @@ func loadNum(f float64) string {
 	}
 }
 
+// loadLatencyHeaders head the latency table of every text renderer.
+var loadLatencyHeaders = []string{"latency", "min", "mean", "p50", "p90", "p95", "p99", "max"}
+
+// loadLatencyRow is one row of the latency table, auto-scaled (Latency).
+// Documents written before p95 existed show it as "-".
 func loadLatencyRow(name string, l load.Latency) []string {
 	if l.Count == 0 {
-		return []string{name, "-", "-", "-", "-"}
+		return []string{name, "-", "-", "-", "-", "-", "-", "-"}
 	}
-	return []string{name, loadNum(l.P50), loadNum(l.P90), loadNum(l.P99), loadNum(l.Max)}
+	p95 := "-"
+	if l.P95 > 0 || l.P90 == 0 {
+		p95 = Latency(l.P95)
+	}
+	return []string{name, Latency(l.Min), Latency(l.Mean), Latency(l.P50), Latency(l.P90), p95, Latency(l.P99), Latency(l.Max)}
+}
+
+// loadRate prints a per-second rate with one decimal.
+func loadRate(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
+
+// loadBytesLine is the data row: bytes in and out with their rates.
+func loadBytesLine(res *load.Result) string {
+	per := func(n int64) string {
+		if res.ElapsedS <= 0 {
+			return byteSize(float64(n))
+		}
+		return fmt.Sprintf("%s (%s/s)", byteSize(float64(n)), byteSize(float64(n)/res.ElapsedS))
+	}
+	return "in " + per(res.BytesIn) + ", out " + per(res.BytesOut)
+}
+
+// loadHasLatencyCheck reports whether a threshold judges a latency.
+func loadHasLatencyCheck(res *load.Result) bool {
+	for _, c := range res.Thresholds {
+		switch c.Name {
+		case "p50", "p90", "p95", "p99", "min", "mean", "max":
+			return true
+		}
+	}
+	return false
+}
+
+// loadCheckName is a threshold as shown: "p99 < 50ms", "failed <= 1%".
+func loadCheckName(c load.Check) string {
+	op := c.Op
+	if op == "" {
+		op = "<=" // documents written before thresholds had an operator
+	}
+	return c.Name + " " + op + " " + c.Limit
+}
+
+// loadCheckMessage is why a threshold failed, as in verdict_messages.
+func loadCheckMessage(c load.Check) string {
+	if c.Message != "" {
+		return c.Message
+	}
+	return fmt.Sprintf("threshold %s: %s > %s", c.Name, c.Actual, c.Limit) // before messages were kept
+}
+
+// loadSummary is the verdict line's tail: the counts that matter, and what
+// must not pass unnoticed (iterations dropped, a run aborted).
+func loadSummary(res *load.Result) (counts, warn string) {
+	counts = fmt.Sprintf("%s sent, %d allowed, %d refused, %d failed", countNoun(int(res.Sent), "request", "requests"), res.Allowed, res.RateLimited, res.Failed)
+	var w []string
+	if res.Dropped > 0 {
+		w = append(w, fmt.Sprintf("%d of %d iterations DROPPED (%d no idle VU, %d late): the generator fell behind", res.Dropped, res.Planned, res.DroppedNoVU, res.DroppedLate))
+	} else {
+		counts += ", 0 dropped"
+	}
+	if res.Aborted {
+		w = append(w, "aborted by a threshold")
+	}
+	return counts, strings.Join(w, "; ")
 }
 
 func loadSortedKeys(m map[string]int64) []string {

@@ -33,10 +33,11 @@ func loadPass() *load.Result {
 		Allowed: 159, RateLimited: 441, RateLimitedPct: 73.5,
 		Errors:         map[string]int64{},
 		Timeline:       timeline,
-		Latency:        load.Latency{Count: 600, Min: 0.21, Mean: 0.43, P50: 0.41, P90: 0.62, P99: 1.2, Max: 3.02},
-		LatencyFromDue: load.Latency{Count: 600, Min: 0.25, Mean: 0.5, P50: 0.49, P90: 0.71, P99: 1.5, Max: 3.3},
-		Lateness:       load.Latency{Count: 600, Min: 0.01, Mean: 0.06, P50: 0.05, P90: 0.08, P99: 0.3, Max: 0.9},
-		VUs:            load.VUStats{PreAllocated: 10, Max: 100, Peak: 10, MaxBusy: 2},
+		Latency:        load.Latency{Count: 600, Min: 0.21, Mean: 0.43, P50: 0.41, P90: 0.62, P95: 0.8, P99: 1.2, Max: 3.02},
+		LatencyFromDue: load.Latency{Count: 600, Min: 0.25, Mean: 0.5, P50: 0.49, P90: 0.71, P95: 0.9, P99: 1.5, Max: 3.3},
+		Lateness:       load.Latency{Count: 600, Min: 0.01, Mean: 0.06, P50: 0.05, P90: 0.08, P95: 0.1, P99: 0.3, Max: 0.9},
+		ResponsesPerS:  20.03, BytesIn: 151_800, BytesOut: 52_200,
+		VUs: load.VUStats{PreAllocated: 10, Max: 100, Peak: 10, MaxBusy: 2},
 		Headers: load.Headers{
 			Responses:   600,
 			RateLimit:   load.FieldStat{Checked: 600, Present: 600, Valid: 600},
@@ -44,7 +45,7 @@ func loadPass() *load.Result {
 			RetryAfter:  load.FieldStat{Checked: 441, Present: 441, Valid: 441},
 			PolicyValue: `"default";q=10;w=2`,
 		},
-		Thresholds: []load.Check{{Name: "failed", Limit: "1%", Actual: "0.00%", Pass: true}},
+		Thresholds: []load.Check{{ID: "failed<=1%", Name: "failed", Op: "<=", Limit: "1%", Actual: "0.00% (0 of 600 completed)", Pass: true, Message: "failed<=1%: 0.00% (0 of 600 completed)"}},
 		Expect: &load.Judged{
 			Model: "auto", Description: "RateLimit-Policy q=10;w=2 read as token bucket 10 + 5/s",
 			Expected: 159, Observed: 159, Of: 600, Tolerance: 2, OverS: 29.95, Pass: true,
@@ -77,10 +78,11 @@ func loadSlow() *load.Result {
 			{Second: 0, Status: map[string]int64{"200": 2, "429": 1, "error": 1}},
 			{Second: 1, Status: map[string]int64{"200": 1, "429": 2, "500": 1}},
 		},
-		Latency:        load.Latency{Count: 8, Min: 500.1, P50: 501, P90: 502, P99: 560, Max: 560},
-		LatencyFromDue: load.Latency{Count: 8, Min: 500.1, P50: 503, P90: 540, P99: 610, Max: 610},
-		Lateness:       load.Latency{Count: 8, P50: 0.1, P90: 38, P99: 50, Max: 50},
-		VUs:            load.VUStats{PreAllocated: 2, Max: 2, Peak: 2, MaxBusy: 2},
+		Latency:        load.Latency{Count: 8, Min: 500.1, Mean: 507.4, P50: 501, P90: 502, P95: 560, P99: 560, Max: 560},
+		LatencyFromDue: load.Latency{Count: 8, Min: 500.1, Mean: 516.2, P50: 503, P90: 540, P95: 610, P99: 610, Max: 610},
+		Lateness:       load.Latency{Count: 8, Min: 0.02, Mean: 11.3, P50: 0.1, P90: 38, P95: 50, P99: 50, Max: 50},
+		ResponsesPerS:  2.79, BytesIn: 1_890, BytesOut: 700,
+		VUs: load.VUStats{PreAllocated: 2, Max: 2, Peak: 2, MaxBusy: 2},
 		Generator: load.GenStat{FellBehind: true, Reasons: []string{
 			"32 iterations dropped: all 2 VUs were busy when they fell due (raise --max-vus; the target's p99 is 560.0 ms)",
 			"scheduling lateness p99 50.0 ms is above 10ms",
@@ -93,10 +95,41 @@ func loadSlow() *load.Result {
 			Storable429: 3, StorableWhy: "explicit freshness (max-age, s-maxage or Expires) without no-store",
 			Legacy: 7, LegacyName: "X-RateLimit-",
 		},
-		Thresholds:      []load.Check{{Name: "failed", Limit: "1%", Actual: "25.00%", Pass: false}},
+		Thresholds: []load.Check{
+			{ID: "failed<=1%", Name: "failed", Op: "<=", Limit: "1%", Actual: "25.00% (2 of 8 completed)", Message: "threshold failed<=1%: 25.00% (2 of 8 completed)"},
+			{ID: "p99<500ms", Name: "p99", Op: "<", Limit: "500ms", Actual: "610ms", Message: "threshold p99<500ms: 610ms"},
+			{ID: "dropped==0", Name: "dropped", Op: "==", Limit: "0", Actual: "32", Message: "threshold dropped==0: 32"},
+			{ID: "refused<50%", Name: "refused", Op: "<", Limit: "50%", Actual: "42.86% (3 of 7 responses)", Pass: true, Message: "refused<50%: 42.86% (3 of 7 responses)"},
+		},
 		Verdict:         "fail",
-		VerdictMessages: []string{"threshold failed: 25.00% > 1%"},
+		VerdictMessages: []string{"threshold failed<=1%: 25.00% (2 of 8 completed)", "threshold p99<500ms: 610ms", "threshold dropped==0: 32"},
 	}
+}
+
+// loadAborted is loadSlow stopped by --abort-on-fail at the first drop.
+func loadAborted() *load.Result {
+	res := loadSlow()
+	res.Aborted, res.NotStarted, res.Planned = true, 160, 200
+	res.AbortReason = "threshold dropped==0 can no longer be met after 1.25s: 1 dropped, past 0"
+	res.Thresholds = res.Thresholds[2:3]
+	res.Thresholds[0].Aborted = true
+	res.Thresholds[0].Message = "threshold dropped==0: 32; stopped the run (" + res.AbortReason + ")"
+	res.VerdictMessages = []string{res.Thresholds[0].Message}
+	return res
+}
+
+// loadNoLimiter is a plain target: every request 200, no RateLimit field.
+func loadNoLimiter() *load.Result {
+	res := loadPass()
+	res.Status = map[string]int64{"200": 600}
+	res.Allowed, res.RateLimited, res.RateLimitedPct = 600, 0, 0
+	for i := range res.Timeline {
+		res.Timeline[i].Status = map[string]int64{"200": 20}
+	}
+	res.Headers = load.Headers{Responses: 600, RateLimit: load.FieldStat{Checked: 600}, Policy: load.FieldStat{Checked: 600}}
+	res.Expect = nil
+	res.Notes = []string{load.NoLimiterNote}
+	return res
 }
 
 func TestLoadText(t *testing.T) {
@@ -106,6 +139,8 @@ func TestLoadText(t *testing.T) {
 	}{
 		{"load_pass.txt.golden", loadPass()},
 		{"load_slow.txt.golden", loadSlow()},
+		{"load_aborted.txt.golden", loadAborted()},
+		{"load_nolimiter.txt.golden", loadNoLimiter()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,5 +210,37 @@ func TestLoadJSON(t *testing.T) {
 		if _, ok := exp[k]; !ok {
 			t.Errorf("expect lacks %q", k)
 		}
+	}
+}
+
+// TestLoadJUnitOneFailurePerReason: a run failed by its verdict on the
+// admitted count alone, or by one threshold alone (that also aborted it),
+// counts one failure in JUnit, not two.
+func TestLoadJUnitOneFailurePerReason(t *testing.T) {
+	count := func(res *load.Result) int {
+		var b bytes.Buffer
+		if err := LoadJUnit(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(b.String(), "<failure ")
+	}
+	res := loadPass()
+	res.Expect.Pass, res.Expect.Observed = false, 200
+	res.Verdict, res.VerdictMessages = "fail", []string{res.Expect.Line()}
+	if n := count(res); n != 1 {
+		t.Errorf("failed verdict on the admitted count: %d failures, want 1", n)
+	}
+	res = loadPass()
+	res.Aborted, res.AbortReason = true, "threshold dropped==0 can no longer be met after 1s: 1 dropped, past 0"
+	res.Thresholds = append(res.Thresholds, load.Check{ID: "dropped==0", Name: "dropped", Op: "==", Limit: "0", Actual: "1", Aborted: true,
+		Message: "threshold dropped==0: 1; stopped the run (" + res.AbortReason + ")"})
+	res.Verdict, res.VerdictMessages = "fail", []string{res.Thresholds[1].Message}
+	if n := count(res); n != 1 {
+		t.Errorf("one aborting threshold: %d failures, want 1", n)
+	}
+	// Negative control: a second, uncovered reason is a second failure.
+	res.VerdictMessages = append(res.VerdictMessages, load.NoLimiterNote)
+	if n := count(res); n != 2 {
+		t.Errorf("two reasons: %d failures, want 2", n)
 	}
 }

@@ -14,7 +14,7 @@ import (
 func plainStyles() Styles { return NewStyles(io.Discard, Options{}) }
 
 func evalMarkdown(b *strings.Builder, res eval.Result) {
-	b.WriteString("### ratelimit eval: " + md(evalTitle(res)) + "\n\n")
+	fmt.Fprintf(b, "### ratelimit eval: %s\n\n%s\n\n", mdVerdict(res.Pass()), md(evalTitle(res)))
 	mdServer(b, res.Server.String())
 	via := "EVALSHA (EVAL on NOSCRIPT)"
 	if res.Script.Via == "fcall" {
@@ -41,18 +41,13 @@ func evalMarkdown(b *strings.Builder, res eval.Result) {
 	}
 	mdTable(b, mdHeaders(headers), rows, right...)
 	b.WriteString("**" + md(evalSummary(res)) + "**\n")
-	if c := res.NoTTL; c != nil {
-		b.WriteString("\n")
-		if len(c.Keys) == 0 {
-			b.WriteString("No key without a TTL. **PASS**\n")
-			return
-		}
+	if c := res.NoTTL; c != nil && len(c.Keys) > 0 {
 		verdict := "**FAIL**"
 		if c.Allowed {
 			verdict = "**PASS** (accepted with --allow-no-ttl)"
 		}
-		fmt.Fprintf(b, "%s: %s without a TTL: they never expire; set a TTL on every write (PEXPIRE in the same script).\n\n",
-			verdict, countNoun(len(c.Keys), "key", "keys"))
+		fmt.Fprintf(b, "\n%s: %s without a TTL: %s; set a TTL on every write (PEXPIRE in the same script).\n\n",
+			verdict, countNoun(len(c.Keys), "key", "keys"), neverExpires(len(c.Keys)))
 		rows := make([][]string, 0, len(c.Keys))
 		for _, k := range c.Keys {
 			found := "passed in KEYS"
@@ -65,7 +60,15 @@ func evalMarkdown(b *strings.Builder, res eval.Result) {
 			rows = append(rows, []string{mdCode(k.Key), md(k.Type), md(found)})
 		}
 		mdTable(b, []string{"key", "type", "how it was found"}, rows)
+	} else {
+		b.WriteString("\n")
 	}
+	b.WriteString("Checks:\n\n")
+	var crows [][]string
+	for _, c := range res.CheckList() {
+		crows = append(crows, []string{mdCode(c.ID), mdVerdict(c.Pass), md(c.Message)})
+	}
+	mdTable(b, []string{"check", "result", "message"}, crows)
 }
 
 func mdHeaders(hs []string) []string {
@@ -93,7 +96,7 @@ func simulateDesc(res eval.SimResult) string {
 	case eval.TokenBucket:
 		return fmt.Sprintf("capacity %d, rate %s", p.Capacity, p.Rate)
 	case eval.SlidingWindow, eval.FixedWindow:
-		return fmt.Sprintf("limit %d per %s", p.Limit, time.Duration(p.WindowMs)*time.Millisecond)
+		return fmt.Sprintf("limit %d %s", p.Limit, evalPer(time.Duration(p.WindowMs)*time.Millisecond))
 	case eval.GCRA:
 		return fmt.Sprintf("rate %s, burst %d", p.Rate, p.Burst)
 	}
@@ -102,7 +105,7 @@ func simulateDesc(res eval.SimResult) string {
 
 func simulateMarkdown(b *strings.Builder, res eval.SimResult) {
 	fmt.Fprintf(b, "### ratelimit eval --simulate: %s\n\n", md(fmt.Sprintf("%s (%s, cost %d) under %s arrivals for %s",
-		res.Algo, simulateDesc(res), res.Params.Cost, res.Rate, time.Duration(res.ForMs)*time.Millisecond)))
+		res.Algo, simulateDesc(res), res.Params.Cost, res.Rate, evalSpan(time.Duration(res.ForMs)*time.Millisecond))))
 	mdServer(b, res.Server.String())
 	share := 0.0
 	if res.Arrivals > 0 {
@@ -110,7 +113,7 @@ func simulateMarkdown(b *strings.Builder, res eval.SimResult) {
 	}
 	fmt.Fprintf(b, "%d arrivals: **%d admitted** (%s), %d refused", res.Arrivals, res.Admitted, md(pct(share)), res.Refused)
 	if res.FirstRefMs >= 0 {
-		fmt.Fprintf(b, "; first refusal at %s", time.Duration(res.FirstRefMs)*time.Millisecond)
+		fmt.Fprintf(b, "; first refusal at %s", evalSpan(time.Duration(res.FirstRefMs)*time.Millisecond))
 	}
 	b.WriteString("\n\n")
 	if len(res.PerSecond) > 0 {

@@ -41,7 +41,9 @@ func keyslotMarkdown(b *strings.Builder, res cluster.Result) {
 		if live {
 			headers = append(headers, "node", "replicas")
 		}
+		right := []int{2} // numbers right-aligned, text left-aligned
 		if res.Verify != nil {
+			right = append(right, len(headers))
 			headers = append(headers, "CLUSTER KEYSLOT")
 		}
 		var rows [][]string
@@ -77,7 +79,7 @@ func keyslotMarkdown(b *strings.Builder, res cluster.Result) {
 			}
 			rows = append(rows, row)
 		}
-		mdTable(b, headers, rows, 2)
+		mdTable(b, headers, rows, right...)
 		if n := len(res.Keys) - mdMaxKeys; n > 0 {
 			fmt.Fprintf(b, "... and %s more (use -o json for all of them)\n\n", countNoun(n, "key", "keys"))
 		}
@@ -150,11 +152,34 @@ func keyslotMarkdown(b *strings.Builder, res cluster.Result) {
 			title += " (" + md(sp.Rate) + " in all)"
 		}
 		b.WriteString("#### " + title + "\n\n")
+		where := "node"
+		if len(sp.SubKeys) > 0 && sp.SubKeys[0].Node == "" {
+			where = "default range"
+		}
 		var rows [][]string
 		for _, s := range sp.SubKeys {
-			rows = append(rows, []string{mdCode(s.Key), strconv.Itoa(s.Slot), md(s.Node), md(s.Rate)})
+			place := s.Node
+			if place == "" {
+				place = s.Range
+			}
+			row := []string{mdCode(s.Key), strconv.Itoa(s.Slot), md(place)}
+			if sp.Rate != "" {
+				row = append(row, md(s.Rate))
+			}
+			rows = append(rows, row)
 		}
-		mdTable(b, []string{"sub-key", "slot", "node", "rate"}, rows, 1)
-		b.WriteString("note: " + md(sp.Note) + "\n")
+		headers := []string{"sub-key", "slot", where}
+		if sp.Rate != "" {
+			headers = append(headers, "rate")
+		}
+		mdTable(b, headers, rows, 1, 3)
+		notes := sp.Notes
+		if len(notes) == 0 && sp.Note != "" { // a document written before notes
+			notes = []string{sp.Note}
+		}
+		for _, n := range notes {
+			b.WriteString("- note: " + md(n) + "\n")
+		}
+		b.WriteString("\n")
 	}
 }

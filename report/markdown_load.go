@@ -71,6 +71,15 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 		verdict = "**INTERRUPTED** (no verdict)"
 	}
 	fmt.Fprintf(b, "### ratelimit load: %s\n\n", verdict)
+	counts, warn := loadSummary(res)
+	b.WriteString(md(counts))
+	if warn != "" {
+		b.WriteString("; **" + md(warn) + "**")
+	}
+	for _, n := range res.Notes {
+		b.WriteString("; note: " + md(n))
+	}
+	b.WriteString("\n\n")
 	for _, m := range res.VerdictMessages {
 		b.WriteString("- " + md(m) + "\n")
 	}
@@ -81,6 +90,9 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 		md(res.Method), mdCode(res.Target), md(res.Rate), secs(res.DurationS), res.Planned, md(res.RunID))
 	if res.Interrupted {
 		fmt.Fprintf(b, "Interrupted after %s: the counts cover what ran; %d iterations never fell due.\n\n", secs(res.ElapsedS), res.NotStarted)
+	}
+	if res.Aborted {
+		fmt.Fprintf(b, "**Aborted** (`--abort-on-fail`): %s; %d iterations never fell due.\n\n", md(res.AbortReason), res.NotStarted)
 	}
 
 	statuses := make([]string, 0, len(res.Status))
@@ -98,23 +110,18 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 	rows := [][]string{
 		{"iterations", md(fmt.Sprintf("%d sent of %d planned, %d dropped (%d no idle VU, %d late), %.1f/s achieved",
 			res.Sent, res.Planned, res.Dropped, res.DroppedNoVU, res.DroppedLate, res.AchievedRate))},
-		{"completed", md(fmt.Sprintf("%d in %s (%d with a status)", res.Completed, secs(res.ElapsedS), res.Responses))},
+		{"completed", md(fmt.Sprintf("%d in %s (%d with a status), %s responses/s", res.Completed, secs(res.ElapsedS), res.Responses, loadRate(res.ResponsesPerS)))},
 		{"statuses", md(strings.Join(statuses, ", "))},
 		{"rate_limited", md(fmt.Sprintf("%d (%s of responses)", res.RateLimited, pct(res.RateLimitedPct/100)))},
 		{"failed", md(failed)},
 		{"vus", md(fmt.Sprintf("%d busy at most, %d allocated (%d pre-allocated, max %d)", res.VUs.MaxBusy, res.VUs.Peak, res.VUs.PreAllocated, res.VUs.Max))},
+		{"data", md(loadBytesLine(res))},
 	}
 	mdTable(b, []string{"metric", "value"}, rows)
 
-	lat := func(name string, l load.Latency) []string {
-		if l.Count == 0 {
-			return []string{name, "-", "-", "-", "-"}
-		}
-		return []string{name, loadNum(l.P50), loadNum(l.P90), loadNum(l.P99), loadNum(l.Max)}
-	}
-	mdTable(b, []string{"latency ms", "p50", "p90", "p99", "max"}, [][]string{
-		lat("from send", res.Latency), lat("from due time", res.LatencyFromDue), lat("lateness", res.Lateness),
-	}, 1, 2, 3, 4)
+	mdTable(b, loadLatencyHeaders, [][]string{
+		loadLatencyRow("from send", res.Latency), loadLatencyRow("from due time", res.LatencyFromDue), loadLatencyRow("lateness", res.Lateness),
+	}, 1, 2, 3, 4, 5, 6, 7)
 
 	if secs := loadSeconds(res, 30); len(secs) > 0 {
 		var rows [][]string
@@ -149,9 +156,16 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 	if len(res.Thresholds) > 0 {
 		var trows [][]string
 		for _, c := range res.Thresholds {
-			trows = append(trows, []string{md(c.Name + " <= " + c.Limit), md(c.Actual), mdVerdict(c.Pass)})
+			result := mdVerdict(c.Pass)
+			if c.Aborted {
+				result += " (stopped the run)"
+			}
+			trows = append(trows, []string{md(loadCheckName(c)), md(c.Actual), result})
 		}
 		mdTable(b, []string{"threshold", "actual", "result"}, trows)
+		if loadHasLatencyCheck(res) {
+			b.WriteString("Latency thresholds are judged on the latency from the due time.\n\n")
+		}
 	}
 
 	if j := res.Expect; j != nil {
@@ -177,6 +191,6 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 			b.WriteString("- " + md(r) + "\n")
 		}
 	} else {
-		fmt.Fprintf(b, "Generator kept up: nothing dropped, lateness p99 %s ms.\n", loadNum(res.Lateness.P99))
+		fmt.Fprintf(b, "Generator kept up: nothing dropped, lateness p99 %s.\n", Latency(res.Lateness.P99))
 	}
 }

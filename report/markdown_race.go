@@ -16,8 +16,8 @@ func raceMarkdown(b *strings.Builder, res race.Result) {
 	if res.Node != "" {
 		where = ", all on node " + res.Node
 	}
-	fmt.Fprintf(b, "%d goroutines at one barrier, limit %d, %s, keys %s%s (deleted)\n\n",
-		res.Concurrency, res.Limit, countNoun(res.Trials, "trial", "trials"), mdCode(res.Keys), md(where))
+	fmt.Fprintf(b, "%s at one barrier, limit %d, %s, keys %s%s (deleted)\n\n",
+		countNoun(res.Concurrency, "goroutine", "goroutines"), res.Limit, countNoun(res.Trials, "trial", "trials"), mdCode(res.Keys), md(where))
 
 	var rows [][]string
 	for _, s := range res.Strategies {

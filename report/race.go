@@ -38,8 +38,8 @@ func RaceText(w io.Writer, res race.Result, o Options) error {
 	if res.Node != "" {
 		where = ", all on node " + res.Node
 	}
-	b.WriteString(Printable(fmt.Sprintf("race: %d goroutines at one barrier, limit %d, %d %s, keys %s%s (deleted)",
-		res.Concurrency, res.Limit, res.Trials, plural(res.Trials, "trial", "trials"), res.Keys, where)) + "\n\n")
+	b.WriteString(Printable(fmt.Sprintf("race: %s at one barrier, limit %d, %s, keys %s%s (deleted)",
+		countNoun(res.Concurrency, "goroutine", "goroutines"), res.Limit, countNoun(res.Trials, "trial", "trials"), res.Keys, where)) + "\n\n")
 
 	headers := []string{"strategy", "atomic", "trial", "admitted", "over", "in redis", "lost", "retries", "give-ups", "errors", "p50", "p99", "wall"}
 	var rows [][]string
@@ -136,13 +136,8 @@ func raceMedian(m float64) string {
 	return strconv.FormatFloat(m, 'f', 1, 64)
 }
 
-// micros renders microseconds compactly: 850µs, 1.25ms, 3.40s.
+// raceMicros renders a latency measured in microseconds with
+// report.Latency, so race scales its columns as eval and load do.
 func raceMicros(us int64) string {
-	switch {
-	case us < 1000:
-		return fmt.Sprintf("%dµs", us)
-	case us < 1_000_000:
-		return fmt.Sprintf("%.2fms", float64(us)/1e3)
-	}
-	return fmt.Sprintf("%.2fs", float64(us)/1e6)
+	return Latency(float64(us) / 1e3)
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // Render writes one result document in format: "text", "json",
-// "markdown", "junit" or "github" (keyslot only). doc is a result value
+// "markdown", "junit" or "github" (every kind has each; HTML writes the
+// page of several). doc is a result value
 // (eval.Result, eval.SimResult, eval.Catalog, race.Result, load.Result or
 // *load.Result, cluster.Result) or a Document. A format the document's
 // kind has no renderer for is an error naming the ones it has.
@@ -36,7 +37,7 @@ func Render(w io.Writer, format string, doc any, o Options) error {
 	case "junit":
 		return JUnit(w, v)
 	case "github":
-		return KeyslotGitHub(w, v.(cluster.Result))
+		return GitHub(w, v)
 	}
 	switch d := v.(type) {
 	case eval.Result:

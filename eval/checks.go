@@ -1,0 +1,132 @@
+package eval
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Check is one verdict of a run, as every document kind spells it:
+// {id, pass, message}. An eval run makes two: "reply-shape" (the replies
+// can be read as a limiter's decisions) and "ttl" (no key the run touched
+// is left without a TTL).
+type Check struct {
+	ID      string `json:"id"`
+	Pass    bool   `json:"pass"`
+	Message string `json:"message"`
+}
+
+// The ids of eval's checks.
+const (
+	CheckReplyShape = "reply-shape"
+	CheckTTL        = "ttl"
+)
+
+// CheckList returns the run's checks: Checks as Run computed them, or, for
+// a document written before eval had checks, the same checks derived from
+// its reply shape, calls and no-TTL report.
+func (r Result) CheckList() []Check {
+	if r.Checks != nil {
+		return r.Checks
+	}
+	return deriveChecks(r)
+}
+
+// Pass reports whether every check passed.
+func (r Result) Pass() bool {
+	for _, c := range r.CheckList() {
+		if !c.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// Failures lists the messages of the failed checks.
+func (r Result) Failures() []string {
+	var out []string
+	for _, c := range r.CheckList() {
+		if !c.Pass {
+			out = append(out, c.Message)
+		}
+	}
+	return out
+}
+
+func deriveChecks(r Result) []Check {
+	return []Check{replyShapeCheck(r), ttlVerdict(r)}
+}
+
+func replyShapeCheck(r Result) Check {
+	c := Check{ID: CheckReplyShape, Pass: true}
+	switch {
+	case r.ReplyShape == "limiter":
+		c.Message = "every reply is a limiter decision {allowed 0/1, remaining, ...}"
+	case len(r.OtherShape) > 0:
+		c.Pass = false
+		calls := "calls "
+		if len(r.OtherShape) == 1 {
+			calls = "call "
+		}
+		c.Message = "some replies are a limiter decision {allowed 0/1, remaining, ...} and some are not (" + calls + joinCalls(r.OtherShape) + "): a caller cannot read every answer the same way"
+	default:
+		c.Message = "the replies are not a limiter decision {allowed 0/1, remaining, ...}; shown as they are"
+	}
+	return c
+}
+
+func ttlVerdict(r Result) Check {
+	c := Check{ID: CheckTTL, Pass: true}
+	if t := r.NoTTL; t != nil {
+		n := len(t.Keys)
+		keys := make([]string, 0, min(n, 3))
+		for _, k := range t.Keys[:min(n, 3)] {
+			keys = append(keys, strconv.Quote(k.Key))
+		}
+		list := strings.Join(keys, ", ")
+		if n > 3 {
+			list += fmt.Sprintf(" and %d more", n-3)
+		}
+		switch {
+		case n == 0:
+			c.Message = "no key without a TTL"
+		case t.Allowed:
+			c.Message = fmt.Sprintf("%s without a TTL (%s), accepted with --allow-no-ttl", countKeys(n), list)
+		default:
+			c.Pass = false
+			c.Message = fmt.Sprintf("%s without a TTL: %s (%s); set a TTL on every write (PEXPIRE in the same script), or pass --allow-no-ttl", countKeys(n), neverExpire(n), list)
+		}
+		return c
+	}
+	for _, call := range r.Calls {
+		if call.TTLMs == -1 {
+			c.Pass = false
+			c.Message = fmt.Sprintf("call %d left %s without a TTL: it never expires", call.N, strconv.Quote(r.Key))
+			return c
+		}
+	}
+	c.Message = "the key has a TTL after every call"
+	return c
+}
+
+func neverExpire(n int) string {
+	if n == 1 {
+		return "it never expires"
+	}
+	return "they never expire"
+}
+
+func countKeys(n int) string {
+	if n == 1 {
+		return "1 key"
+	}
+	return strconv.Itoa(n) + " keys"
+}
+
+func joinCalls(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
