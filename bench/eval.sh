@@ -59,7 +59,7 @@ go_out=$(RATELIMIT_BENCH_REDIS="$url" RATELIMIT_BENCH_CONC="$CONC" \
 echo "$go_out" | grep -E '^Benchmark'
 go_rate=$(echo "$go_out" | awk '/^BenchmarkScriptDecisions/ { for (i = 1; i <= NF; i++) if ($i == "decisions/s") print $(i-1) }')
 
-sha=$(redis-cli -h "$host" -p "$port" SCRIPT LOAD "$(cat eval/token_bucket.lua)")
+sha=$(redis-cli -h "$host" -p "$port" SCRIPT LOAD "$(cat limiter/token_bucket.lua)")
 rb_out=$(redis-benchmark -h "$host" -p "$port" -c "$CONC" -n "$REQUESTS" -q EVALSHA "$sha" 1 "$KEY" "${ARGS[@]}")
 rb_line=$(printf '%s\n' "$rb_out" | tr '\r' '\n' | grep 'requests per second' | tail -1)
 echo "redis-benchmark: $rb_line"

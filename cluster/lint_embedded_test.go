@@ -5,15 +5,15 @@ import (
 	"testing"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
 // TestLintEmbeddedScripts lints the sources the eval package really embeds
-// (eval.Scripts), not only the files beside it.
+// (limiter.Scripts), not only the files beside it.
 func TestLintEmbeddedScripts(t *testing.T) {
-	scripts := eval.Scripts()
+	scripts := limiter.Scripts()
 	if len(scripts) == 0 {
-		t.Fatal("eval.Scripts() is empty")
+		t.Fatal("limiter.Scripts() is empty")
 	}
 	for _, s := range scripts {
 		rep := cluster.Lint("eval/"+s.File, []byte(s.Source))

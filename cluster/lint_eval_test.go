@@ -10,7 +10,7 @@ import (
 // TestLintProjectScripts lints the limiter scripts the eval package embeds:
 // they must pass, or the project would fail its own CI gate on Cluster.
 func TestLintProjectScripts(t *testing.T) {
-	entries, err := os.ReadDir("../eval")
+	entries, err := os.ReadDir("../limiter")
 	if err != nil {
 		t.Fatalf("read eval scripts: %v", err)
 	}
@@ -36,6 +36,6 @@ func TestLintProjectScripts(t *testing.T) {
 		})
 	}
 	if n == 0 {
-		t.Fatal("no eval/*.lua scripts found to lint")
+		t.Fatal("no limiter/*.lua scripts found to lint")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/report"
 )
@@ -124,7 +125,7 @@ Output (-o): text, json (save it for 'ratelimit report'), or markdown
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opts.Algo, "algo", string(eval.TokenBucket), "algorithm: token-bucket, sliding-window, fixed-window or gcra")
+	fl.StringVar(&opts.Algo, "algo", string(limiter.TokenBucket), "algorithm: token-bucket, sliding-window, fixed-window or gcra")
 	fl.Int64Var(&opts.Capacity, "capacity", 0, "token-bucket: tokens the bucket holds")
 	fl.Var(&opts.Rate, "rate", "token-bucket: refill rate; gcra: steady rate (5, 5/s, 300/m, 1000/h)")
 	fl.Int64Var(&opts.Cost, "cost", 1, "units each call takes")
@@ -146,7 +147,7 @@ Output (-o): text, json (save it for 'ratelimit report'), or markdown
 }
 
 // check validates flag combinations; every problem is exit 2.
-func (opts *evalOptions) check() (eval.Algo, error) {
+func (opts *evalOptions) check() (limiter.Algo, error) {
 	set := opts.Changed
 	conflict := func(mode string, names ...string) error {
 		for _, n := range names {
@@ -173,7 +174,7 @@ func (opts *evalOptions) check() (eval.Algo, error) {
 	if set["allow-no-ttl"] {
 		return "", exitcode.Usagef("--allow-no-ttl goes with --script: the embedded scripts set a TTL on every write")
 	}
-	algo, err := eval.ParseAlgo(opts.Algo)
+	algo, err := limiter.ParseAlgo(opts.Algo)
 	if err != nil {
 		return "", err
 	}
@@ -204,8 +205,8 @@ func (opts *evalOptions) check() (eval.Algo, error) {
 	return algo, nil
 }
 
-func (opts *evalOptions) params(algo eval.Algo) eval.Params {
-	return eval.Params{Algo: algo, Capacity: opts.Capacity, Rate: opts.Rate, Cost: opts.Cost,
+func (opts *evalOptions) params(algo limiter.Algo) limiter.Params {
+	return limiter.Params{Algo: algo, Capacity: opts.Capacity, Rate: opts.Rate, Cost: opts.Cost,
 		Limit: opts.Limit, Window: opts.Window, Burst: opts.Burst, Force: opts.Force}
 }
 
@@ -230,8 +231,8 @@ func runEval(opts *evalOptions) error {
 	// no Redis is around.
 	var src string
 	if opts.Script == "" {
-		if _, err := eval.NewLimiter(opts.params(algo)); err != nil {
-			return err
+		if _, err := limiter.NewLimiter(opts.params(algo)); err != nil {
+			return flagNamed(err)
 		}
 	} else {
 		if _, _, err := eval.ParseEvalArgs(opts.Args); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -265,7 +266,7 @@ func TestScriptsCommand(t *testing.T) {
 	if code := tf.execute(t, "scripts"); code != 0 {
 		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
 	}
-	for _, name := range eval.ScriptNames() {
+	for _, name := range limiter.ScriptNames() {
 		if !strings.Contains(tf.Out.String(), name) {
 			t.Errorf("list lacks %s:\n%s", name, tf.Out.String())
 		}
@@ -275,7 +276,7 @@ func TestScriptsCommand(t *testing.T) {
 	if code := tf.execute(t, "scripts", "gcra"); code != 0 {
 		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
 	}
-	s, _ := eval.ScriptByName("gcra")
+	s, _ := limiter.ScriptByName("gcra")
 	if tf.Out.String() != s.Source || !strings.HasPrefix(s.Source, "-- gcra.lua") {
 		t.Errorf("scripts gcra printed %d bytes, want the %d-byte source", tf.Out.Len(), len(s.Source))
 	}
@@ -289,7 +290,7 @@ func TestScriptsCommand(t *testing.T) {
 	if err := json.Unmarshal(tf.Out.Bytes(), &cat); err != nil || cat.Kind != "scripts" || len(cat.Scripts) != 4 {
 		t.Fatalf("export json = %+v, %v", cat, err)
 	}
-	for _, s := range eval.Scripts() {
+	for _, s := range limiter.Scripts() {
 		b, err := os.ReadFile(filepath.Join(dir, s.File))
 		if err != nil || string(b) != s.Source {
 			t.Errorf("exported %s: %v, same content %v", s.File, err, string(b) == s.Source)
@@ -411,9 +412,9 @@ func TestEvalScriptTimeout(t *testing.T) {
 func TestEvalMinimalACL(t *testing.T) {
 	tg := redistest.Standalone(t)
 	connect := []string{"+ping", "+info", "~test:*"}
-	for _, algo := range eval.Algos() {
+	for _, algo := range limiter.Algos() {
 		t.Run(string(algo), func(t *testing.T) {
-			l, err := eval.NewLimiter(eval.Params{Algo: algo, Capacity: 5, Rate: rate.MustParse("1/s"), Limit: 5, Window: 10 * time.Second, Burst: 5})
+			l, err := limiter.NewLimiter(limiter.Params{Algo: algo, Capacity: 5, Rate: rate.MustParse("1/s"), Limit: 5, Window: 10 * time.Second, Burst: 5})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -421,7 +422,7 @@ func TestEvalMinimalACL(t *testing.T) {
 			key := redistest.Key(t, "acl")
 			redistest.Cleanup(t, tg.Client, key)
 			args := []string{"eval", "--redis", url, key, "--algo", string(algo), "-n", "2"}
-			for _, f := range algo.Flags() {
+			for _, f := range algoFlags(algo) {
 				args = append(args, "--"+f, map[string]string{"capacity": "5", "rate": "1/s", "limit": "5", "window": "10s", "burst": "5"}[f])
 			}
 			tf := newTestFactory(t)

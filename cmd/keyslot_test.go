@@ -64,9 +64,9 @@ func TestKeyslotOffline(t *testing.T) {
 	keys := writeFile(t, "keys.txt", "rl:{user:42}:tb\r\nfoo{hash_tag}\n")
 	empty := writeFile(t, "empty.txt", "\n")
 	bad := writeFile(t, "bad.lua", "local k = ARGV[1]\nreturn redis.call('INCR', 'rl:global')\n")
-	evalScripts, _ := filepath.Glob("../eval/*.lua")
+	evalScripts, _ := filepath.Glob("../limiter/*.lua")
 	if len(evalScripts) == 0 {
-		t.Fatal("no ../eval/*.lua scripts")
+		t.Fatal("no ../limiter/*.lua scripts")
 	}
 	tests := []struct {
 		name    string
@@ -90,7 +90,7 @@ func TestKeyslotOffline(t *testing.T) {
 		{name: "stdin", args: []string{"-f", "-", "extra"}, stdin: "a b\n{x}y\n", code: 0,
 			out: []string{`"a b"`, "tag x", "extra"}},
 		{name: "project scripts pass", args: append([]string{"--script"}, evalScripts...), code: 0,
-			out: []string{"PASS  ../eval/token_bucket.lua", "verdict: PASS"}},
+			out: []string{"PASS  ../limiter/token_bucket.lua", "verdict: PASS"}},
 		{name: "bad script github", args: []string{"--script", bad, "-o", "github"}, code: 1,
 			out: []string{"::error file=" + bad + ",line=2,", "'rl:global' is a string literal"}},
 		{name: "junit", args: []string{"--script", bad, "--groups", groups, "-o", "junit"}, code: 1,

@@ -1,19 +1,49 @@
 package cmd
 
 import (
+	"errors"
 	"slices"
 	"strings"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 )
+
+// limitFlags are the flags of eval and serve that set a limiter parameter
+// one algorithm reads and another does not.
+var limitFlags = []string{"capacity", "rate", "limit", "window", "burst"}
+
+// algoFlags returns the flags of limitFlags that algo reads: token-bucket
+// --capacity and --rate, the windows --limit and --window, gcra --rate and
+// --burst.
+func algoFlags(algo limiter.Algo) []string {
+	switch algo {
+	case limiter.TokenBucket:
+		return []string{"capacity", "rate"}
+	case limiter.SlidingWindow, limiter.FixedWindow:
+		return []string{"limit", "window"}
+	case limiter.GCRA:
+		return []string{"rate", "burst"}
+	}
+	return nil
+}
+
+// flagNamed spells the parameters a limiter.ParamError names as the flags
+// that set them (--capacity), keeping its exit code; other errors pass.
+func flagNamed(err error) error {
+	var pe *limiter.ParamError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	return exitcode.Usagef("%s", pe.Named(func(p string) string { return "--" + p }))
+}
 
 // checkAlgoFlags rejects a limiter flag given on the command line (changed)
 // that algo does not read, such as --capacity with sliding-window; eval and
 // serve share it.
-func checkAlgoFlags(algo eval.Algo, changed map[string]bool) error {
-	uses := algo.Flags()
-	for _, n := range eval.LimitFlags {
+func checkAlgoFlags(algo limiter.Algo, changed map[string]bool) error {
+	uses := algoFlags(algo)
+	for _, n := range limitFlags {
 		if changed[n] && !slices.Contains(uses, n) {
 			return exitcode.Usagef("--%s does not apply to %s; it uses --%s", n, algo, strings.Join(uses, " and --"))
 		}

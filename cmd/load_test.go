@@ -19,10 +19,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
-	"github.com/ratelimit-dev/ratelimit/eval/model"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/model"
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
@@ -184,7 +184,7 @@ func TestLoadOutcomeUnreachableMidRun(t *testing.T) {
 // loadServeTarget runs serve's handler with limiter p on a free loopback
 // port against the real standalone redis-server, under a key prefix of its
 // own. forget deletes the buckets of a run's identities afterwards.
-func loadServeTarget(t *testing.T, p eval.Params, delay time.Duration) (url string, forget func(doc load.Result)) {
+func loadServeTarget(t *testing.T, p limiter.Params, delay time.Duration) (url string, forget func(doc load.Result)) {
 	t.Helper()
 	tg := redistest.Standalone(t)
 	prefix := "test-" + uuid.NewString()
@@ -225,7 +225,7 @@ func loadJSON(t *testing.T, args ...string) (int, load.Result) {
 // The issue's acceptance against `serve`, shortened to seconds: a token
 // bucket of 10 at 5/s, 20/s for 3 s.
 func TestLoadAgainstServeTokenBucket(t *testing.T) {
-	url, forget := loadServeTarget(t, eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}}, 0)
+	url, forget := loadServeTarget(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}}, 0)
 	tests := []struct {
 		expect string
 		code   int
@@ -261,7 +261,7 @@ func TestLoadAgainstServeTokenBucket(t *testing.T) {
 
 // A sliding window of 10 per minute admits exactly 10 of 40.
 func TestLoadAgainstServeSlidingWindow(t *testing.T) {
-	url, forget := loadServeTarget(t, eval.Params{Algo: eval.SlidingWindow, Limit: 10, Window: time.Minute}, 0)
+	url, forget := loadServeTarget(t, limiter.Params{Algo: limiter.SlidingWindow, Limit: 10, Window: time.Minute}, 0)
 	code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "2s", "--expect", "sliding-window:limit=10,window=60s")
 	forget(doc)
 	if code != 0 || doc.Sent != 40 || doc.Allowed != 10 || doc.RateLimited != 30 || doc.Expect.Expected != 10 {
@@ -272,7 +272,7 @@ func TestLoadAgainstServeSlidingWindow(t *testing.T) {
 // A slow target (serve --delay 500ms) with --max-vus 2 at 20/s: dropped
 // iterations, planned = sent + dropped, latency from the due time honest.
 func TestLoadAgainstSlowServe(t *testing.T) {
-	url, forget := loadServeTarget(t, eval.Params{Algo: eval.TokenBucket, Capacity: 1000, Rate: rate.Rate{Count: 1000, Per: time.Second}}, 500*time.Millisecond)
+	url, forget := loadServeTarget(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 1000, Rate: rate.Rate{Count: 1000, Per: time.Second}}, 500*time.Millisecond)
 	code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "2s", "--max-vus", "2")
 	forget(doc)
 	if code != 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/report"
 )
 
@@ -61,13 +62,13 @@ func runScripts(opts *scriptsOptions) error {
 	if err != nil {
 		return err
 	}
-	scripts := eval.Scripts()
+	scripts := limiter.Scripts()
 	if opts.Name != "" {
-		s, ok := eval.ScriptByName(opts.Name)
+		s, ok := limiter.ScriptByName(opts.Name)
 		if !ok {
-			return exitcode.Usagef("no script named %q; the scripts are %s", opts.Name, strings.Join(eval.ScriptNames(), ", "))
+			return exitcode.Usagef("no script named %q; the scripts are %s", opts.Name, strings.Join(limiter.ScriptNames(), ", "))
 		}
-		scripts = []eval.Script{s}
+		scripts = []limiter.Script{s}
 	}
 	if opts.Export != "" {
 		return exportScripts(f, format, opts.Export, scripts)
@@ -80,7 +81,7 @@ func runScripts(opts *scriptsOptions) error {
 	return report.Render(f.IO.Out, format, cat, f.ReportOptions())
 }
 
-func exportScripts(f *Factory, format, dir string, scripts []eval.Script) error {
+func exportScripts(f *Factory, format, dir string, scripts []limiter.Script) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return exitcode.Usagef("create export directory: %v", fileErr(err))
 	}

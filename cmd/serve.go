@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/serve"
 )
@@ -104,7 +104,7 @@ and produces no result document, so -o json, markdown and junit are refused
 	}
 	fl := c.Flags()
 	fl.StringVar(&opts.Addr, "addr", "127.0.0.1:8011", "listen address host:port (port 0 picks a free one)")
-	fl.StringVar(&opts.Algo, "algo", string(eval.TokenBucket), "limiter: token-bucket, sliding-window, fixed-window or gcra")
+	fl.StringVar(&opts.Algo, "algo", string(limiter.TokenBucket), "limiter: token-bucket, sliding-window, fixed-window or gcra")
 	fl.Int64Var(&opts.Capacity, "capacity", 10, "token-bucket: bucket size in tokens")
 	fl.Var(&opts.Rate, "rate", "token-bucket: refill rate; gcra: emission rate (e.g. 5/s, 300/m)")
 	fl.Int64Var(&opts.Limit, "limit", 100, "sliding-window, fixed-window: requests per window")
@@ -130,7 +130,7 @@ and produces no result document, so -o json, markdown and junit are refused
 // config turns the options into the server's configuration, rejecting bad
 // input with exit 2 before anything connects.
 func (opts *serveOptions) config() (serve.Config, error) {
-	algo, err := eval.ParseAlgo(opts.Algo)
+	algo, err := limiter.ParseAlgo(opts.Algo)
 	if err != nil {
 		return serve.Config{}, err
 	}
@@ -170,7 +170,7 @@ func (opts *serveOptions) config() (serve.Config, error) {
 		opts.ReadHeaderTimeout = min(opts.ReadHeaderTimeout, opts.ReadTimeout)
 	}
 	cfg := serve.Config{
-		Params: eval.Params{
+		Params: limiter.Params{
 			Algo: algo, Capacity: opts.Capacity, Rate: opts.Rate, Cost: opts.Cost,
 			Limit: opts.Limit, Window: opts.Window, Burst: opts.Burst,
 		},
@@ -193,7 +193,7 @@ func (opts *serveOptions) config() (serve.Config, error) {
 		return serve.Config{}, exitcode.Usagef("--key-prefix must not be empty")
 	}
 	if err := cfg.Validate(); err != nil {
-		return serve.Config{}, err
+		return serve.Config{}, flagNamed(err)
 	}
 	return cfg, nil
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 	"github.com/ratelimit-dev/ratelimit/serve"
@@ -27,7 +27,7 @@ func TestServeFlags(t *testing.T) {
 		desc string
 	}{
 		{nil, func(c serve.Config) bool {
-			return c.Params.Algo == eval.TokenBucket && c.Params.Capacity == 10 && c.Params.Rate.String() == "5/s" &&
+			return c.Params.Algo == limiter.TokenBucket && c.Params.Capacity == 10 && c.Params.Rate.String() == "5/s" &&
 				c.Params.Cost == 1 && c.IdentityHeader == "X-API-Key" && c.TrustProxy == 0 && c.Fail == serve.FailOpen &&
 				c.RedisTimeout == 50*time.Millisecond && c.Delay == 0 && c.KeyPrefix == "rl" &&
 				c.ReadHeaderTimeout == 5*time.Second && c.ReadTimeout == 10*time.Second && c.WriteTimeout == 10*time.Second &&
@@ -45,13 +45,13 @@ func TestServeFlags(t *testing.T) {
 			return c.Params.Capacity == 20 && c.Params.Rate.PerSecond() == 5 && c.Params.Cost == 2
 		}, "bucket flags"},
 		{[]string{"--algo", "sliding-window", "--limit", "100", "--window", "10s"}, func(c serve.Config) bool {
-			return c.Params.Algo == eval.SlidingWindow && c.Params.Limit == 100 && c.Params.Window == 10*time.Second
+			return c.Params.Algo == limiter.SlidingWindow && c.Params.Limit == 100 && c.Params.Window == 10*time.Second
 		}, "sliding window"},
 		{[]string{"--algo", "fixed", "--limit", "7", "--window", "1500ms"}, func(c serve.Config) bool {
-			return c.Params.Algo == eval.FixedWindow && c.Params.Limit == 7 && c.Params.Window == 1500*time.Millisecond
+			return c.Params.Algo == limiter.FixedWindow && c.Params.Limit == 7 && c.Params.Window == 1500*time.Millisecond
 		}, "fixed window"},
 		{[]string{"--algo", "gcra", "--rate", "2/s", "--burst", "4"}, func(c serve.Config) bool {
-			return c.Params.Algo == eval.GCRA && c.Params.Burst == 4 && c.Params.Rate.PerSecond() == 2
+			return c.Params.Algo == limiter.GCRA && c.Params.Burst == 4 && c.Params.Rate.PerSecond() == 2
 		}, "gcra"},
 		{[]string{"--identity-header", "Authorization", "--trust-proxy", "2", "--fail", "closed", "--limiter-timeout", "20ms", "--delay", "500ms", "--key-prefix", "svc"}, func(c serve.Config) bool {
 			return c.IdentityHeader == "Authorization" && c.TrustProxy == 2 && c.Fail == serve.FailClosed &&
@@ -156,8 +156,8 @@ func TestServeRuns(t *testing.T) {
 	prefix := "test-" + uuid.NewString()
 	apiKey := "cmd-" + uuid.NewString()
 	redistest.Cleanup(t, tg.Client,
-		serve.APIKey(apiKey).Key(prefix, eval.TokenBucket),
-		serve.IP(netip.MustParseAddr("127.0.0.1")).Key(prefix, eval.TokenBucket))
+		serve.APIKey(apiKey).Key(prefix, limiter.TokenBucket),
+		serve.IP(netip.MustParseAddr("127.0.0.1")).Key(prefix, limiter.TokenBucket))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -245,7 +245,7 @@ func TestServeACL(t *testing.T) {
 	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
 		t.Run(tg.Name, func(t *testing.T) {
 			prefix := "test-" + uuid.NewString()
-			m, err := serve.NewMiddleware(serve.Config{Client: tg.Client, Params: eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.MustParse("1/m")}, KeyPrefix: prefix})
+			m, err := serve.NewMiddleware(serve.Config{Client: tg.Client, Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("1/m")}, KeyPrefix: prefix})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,7 +259,7 @@ func TestServeACL(t *testing.T) {
 				errOut := &redistest.Buffer{}
 				tf.IO.ErrOut = errOut
 				apiKey := "acl-" + uuid.NewString()
-				redistest.Cleanup(t, tg.Client, serve.APIKey(apiKey).Key(prefix, eval.TokenBucket))
+				redistest.Cleanup(t, tg.Client, serve.APIKey(apiKey).Key(prefix, limiter.TokenBucket))
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				codec := make(chan int, 1)

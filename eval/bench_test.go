@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/limiter"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/rate"
@@ -43,7 +45,7 @@ func BenchmarkScriptDecisions(b *testing.B) {
 	b.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
 	// The same parameters as bench/eval.sh gives redis-benchmark.
-	l, err := NewLimiter(Params{Algo: TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}})
+	l, err := limiter.NewLimiter(limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func BenchmarkScriptDecisions(b *testing.B) {
 // issue asks for well under a second of wall time.
 func BenchmarkSimulate(b *testing.B) {
 	opts := SimOptions{
-		Params:   Params{Algo: TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}},
+		Params:   limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}},
 		Arrivals: rate.Rate{Count: 20, Per: time.Second},
 		For:      30 * time.Second,
 	}

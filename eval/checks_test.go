@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelimit-dev/ratelimit/limiter"
+
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -88,7 +90,7 @@ func TestChecksOnServers(t *testing.T) {
 
 			k3 := redistest.Key(t, "tb")
 			redistest.Cleanup(t, tg.Client, k3)
-			res = run(t, Options{Key: k3, Params: Params{Algo: TokenBucket, Capacity: 2, Rate: rate.MustParse("1/s"), Cost: 1}, Count: 3})
+			res = run(t, Options{Key: k3, Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 2, Rate: rate.MustParse("1/s"), Cost: 1}, Count: 3})
 			if !res.Pass() {
 				t.Errorf("embedded token bucket: failures %v, want a pass", res.Failures())
 			}

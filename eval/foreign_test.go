@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/limiter"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
@@ -15,73 +17,73 @@ import (
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
-var safetyParams = map[Algo]Params{
-	TokenBucket:   {Algo: TokenBucket, Capacity: 3, Rate: rate.MustParse("1/m")},
-	SlidingWindow: {Algo: SlidingWindow, Limit: 3, Window: 10 * time.Second},
-	FixedWindow:   {Algo: FixedWindow, Limit: 3, Window: 10 * time.Second},
-	GCRA:          {Algo: GCRA, Rate: rate.MustParse("1/m"), Burst: 3},
+var safetyParams = map[limiter.Algo]limiter.Params{
+	limiter.TokenBucket:   {Algo: limiter.TokenBucket, Capacity: 3, Rate: rate.MustParse("1/m")},
+	limiter.SlidingWindow: {Algo: limiter.SlidingWindow, Limit: 3, Window: 10 * time.Second},
+	limiter.FixedWindow:   {Algo: limiter.FixedWindow, Limit: 3, Window: 10 * time.Second},
+	limiter.GCRA:          {Algo: limiter.GCRA, Rate: rate.MustParse("1/m"), Burst: 3},
 }
 
 // foreignCases are keys a limiter script did not write: the user's data
 // in the type the script uses, without its shape or without a TTL.
 var foreignCases = []struct {
 	name  string
-	algo  Algo
+	algo  limiter.Algo
 	typ   string
 	write func(ctx context.Context, c redis.UniversalClient, key string) error
 }{
-	{"session hash", TokenBucket, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"session hash", limiter.TokenBucket, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		return c.HSet(ctx, key, "user", "alice", "cart", "3").Err()
 	}},
-	{"session hash with ttl", TokenBucket, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"session hash with ttl", limiter.TokenBucket, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		if err := c.HSet(ctx, key, "user", "alice", "cart", "3").Err(); err != nil {
 			return err
 		}
 		return c.Expire(ctx, key, time.Hour).Err()
 	}},
-	{"bucket fields without ttl", TokenBucket, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"bucket fields without ttl", limiter.TokenBucket, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		return c.HSet(ctx, key, "tokens", "1000000", "ts", "1").Err()
 	}},
-	{"bucket fields and more", TokenBucket, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"bucket fields and more", limiter.TokenBucket, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		if err := c.HSet(ctx, key, "tokens", "1000000", "ts", "1", "owner", "bob").Err(); err != nil {
 			return err
 		}
 		return c.Expire(ctx, key, time.Hour).Err()
 	}},
-	{"bucket fields not numbers", TokenBucket, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"bucket fields not numbers", limiter.TokenBucket, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		if err := c.HSet(ctx, key, "tokens", "many", "ts", "yesterday").Err(); err != nil {
 			return err
 		}
 		return c.Expire(ctx, key, time.Hour).Err()
 	}},
-	{"leaderboard zset", SlidingWindow, "zset", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"leaderboard zset", limiter.SlidingWindow, "zset", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		return c.ZAdd(ctx, key, redis.Z{Score: 1, Member: "alice"}, redis.Z{Score: 2, Member: "bob"}).Err()
 	}},
-	{"zset with ttl and fractional scores", SlidingWindow, "zset", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"zset with ttl and fractional scores", limiter.SlidingWindow, "zset", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		if err := c.ZAdd(ctx, key, redis.Z{Score: 1.5, Member: "alice"}, redis.Z{Score: 2, Member: "bob"}).Err(); err != nil {
 			return err
 		}
 		return c.Expire(ctx, key, time.Hour).Err()
 	}},
-	{"hash under sliding window", SlidingWindow, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"hash under sliding window", limiter.SlidingWindow, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		return c.HSet(ctx, key, "user", "alice").Err()
 	}},
-	{"profile hash", FixedWindow, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"profile hash", limiter.FixedWindow, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		return c.HSet(ctx, key, "user", "alice", "cart", "3").Err()
 	}},
-	{"half a window with ttl", FixedWindow, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"half a window with ttl", limiter.FixedWindow, "hash", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		if err := c.HSet(ctx, key, "n", "2").Err(); err != nil {
 			return err
 		}
 		return c.Expire(ctx, key, time.Hour).Err()
 	}},
-	{"counter string", GCRA, "string", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"counter string", limiter.GCRA, "string", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		return c.Set(ctx, key, "42", 0).Err()
 	}},
-	{"text with ttl", GCRA, "string", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"text with ttl", limiter.GCRA, "string", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		return c.Set(ctx, key, "alice", time.Hour).Err()
 	}},
-	{"list", GCRA, "list", func(ctx context.Context, c redis.UniversalClient, key string) error {
+	{"list", limiter.GCRA, "list", func(ctx context.Context, c redis.UniversalClient, key string) error {
 		return c.RPush(ctx, key, "a", "b").Err()
 	}},
 }
@@ -180,8 +182,8 @@ func TestForceReplacesForeignKey(t *testing.T) {
 					t.Fatalf("Run with Force = %+v, %v; want the call allowed", res.Summary, err)
 				}
 				after := takeSnapshot(t, tg.Client, key)
-				if after.NoTTL || after.Type != stateType[tc.algo] {
-					t.Errorf("key after Force = %+v, want a %s with a TTL", after, stateType[tc.algo])
+				if after.NoTTL || after.Type != tc.algo.StateType() {
+					t.Errorf("key after Force = %+v, want a %s with a TTL", after, tc.algo.StateType())
 				}
 				if fields, ok := after.Content.(map[string]string); ok {
 					if _, user := fields["user"]; user || len(fields) != 2 {
@@ -203,7 +205,7 @@ func TestForceReplacesForeignKey(t *testing.T) {
 func TestOwnKeyCallAfterCall(t *testing.T) {
 	ctx := context.Background()
 	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
-		for _, algo := range Algos() {
+		for _, algo := range limiter.Algos() {
 			t.Run(tg.Name+"/"+string(algo), func(t *testing.T) {
 				key := redistest.Key(t, "own")
 				redistest.Cleanup(t, tg.Client, key)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ratelimit-dev/ratelimit/limiter"
+
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
@@ -115,7 +117,7 @@ func TestFunctionKeepsTheUsersLibrary(t *testing.T) {
 // script exists with other code: exit 2, nothing replaced.
 func TestFunctionLibraryNameInUse(t *testing.T) {
 	tg := redistest.Standalone(t)
-	p := Params{Algo: FixedWindow, Limit: 3, Window: 10_000_000_000}
+	p := limiter.Params{Algo: limiter.FixedWindow, Limit: 3, Window: 10_000_000_000}
 	code, lib, fn, err := FunctionLibrary(mustLimiter(t, p).Script().Source)
 	if err != nil {
 		t.Fatal(err)

@@ -4,11 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"time"
+
+	"github.com/ratelimit-dev/ratelimit/limiter"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,7 +22,7 @@ import (
 type Options struct {
 	// Params choose and configure an embedded limiter script. Ignored when
 	// ScriptFile is set.
-	Params Params
+	Params limiter.Params
 	// Key is the key to limit; or give Identity to build "rl:{<id>}:<algo>".
 	Key          string
 	Identity     string
@@ -148,7 +149,7 @@ type Summary struct {
 // keeps all of one identity's keys in one Cluster slot. With hash the id is
 // replaced by the first 16 hex digits of its SHA-256, so API keys never
 // appear in key names.
-func KeyFor(id string, algo Algo, hash bool) (string, error) {
+func KeyFor(id string, algo limiter.Algo, hash bool) (string, error) {
 	if id == "" {
 		return "", exitcode.Usagef("--identity is empty; pass the caller's id, e.g. --identity user42")
 	}
@@ -202,31 +203,31 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 	if len(opts.ScriptWords) > 0 {
 		return Result{}, exitcode.Usagef("unexpected arguments %q; give one KEY, or use --script FILE KEY , ARG", opts.ScriptWords)
 	}
-	l, err := NewLimiter(opts.Params)
+	l, err := limiter.NewLimiter(opts.Params)
 	if err != nil {
 		return Result{}, err
 	}
 	l.NewID = opts.NewID
-	key, err := ResolveKey(opts, l.p.Algo)
+	key, err := ResolveKey(opts, l.Params().Algo)
 	if err != nil {
 		return Result{}, err
 	}
-	p, pol := l.p, l.Policy()
+	p, pol := l.Params(), l.Policy()
 	res := newResult(opts.Server)
 	res.Algo = string(p.Algo)
 	res.Key = key
 	res.IdentityHashed = opts.Identity != "" && opts.HashIdentity
 	res.Params = &ParamsDoc{Cost: p.Cost, PolicyQuota: pol.Quota, PolicyWindowSeconds: pol.WindowSeconds}
 	switch p.Algo {
-	case TokenBucket:
+	case limiter.TokenBucket:
 		res.Params.Capacity, res.Params.Rate, res.Params.RatePerSec = p.Capacity, p.Rate.String(), p.Rate.PerSecond()
-	case SlidingWindow, FixedWindow:
+	case limiter.SlidingWindow, limiter.FixedWindow:
 		res.Params.Limit, res.Params.WindowMs = p.Limit, p.Window.Milliseconds()
-	case GCRA:
+	case limiter.GCRA:
 		res.Params.Burst, res.Params.Rate, res.Params.RatePerSec = p.Burst, p.Rate.String(), p.Rate.PerSecond()
 	}
 	s := l.Script()
-	var call caller = &evalCaller{script: l.script, c: c}
+	var call caller = &evalCaller{script: l.RedisScript(), c: c}
 	res.Script = ScriptDoc{Name: s.File, SHA1: s.SHA1(), Via: "evalsha", Keys: []string{key}}
 	if opts.Function {
 		fc, err := loadFunction(ctx, c, s.Source)
@@ -244,7 +245,7 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 				return res, err
 			}
 		}
-		args := l.Args(0, l.newID())
+		args := l.Args(0, l.NextID())
 		if i == 1 {
 			res.Script.Args = argStrings(args)
 		}
@@ -252,7 +253,7 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 		reply, err := call.call(ctx, []string{key}, args)
 		lat := time.Since(start)
 		if err != nil {
-			return res, l.runError(ctx, c, key, err)
+			return res, l.CallError(ctx, c, key, err)
 		}
 		d, err := l.Decode(reply)
 		if err != nil {
@@ -278,7 +279,7 @@ func newResult(s redisconn.Server) Result {
 
 // ResolveKey returns the key Run will use: KEY, or the one built from
 // --identity. Both or neither are bad input.
-func ResolveKey(opts Options, algo Algo) (string, error) {
+func ResolveKey(opts Options, algo limiter.Algo) (string, error) {
 	switch {
 	case opts.Key != "" && opts.Identity != "":
 		return "", exitcode.Usagef("give either KEY or --identity, not both")
@@ -363,48 +364,8 @@ func jsonReply(v any) any {
 }
 
 // redisError wraps a Redis error met while doing what (outside a script),
-// as serverError does.
-func redisError(what string, err error) error { return serverError(what, err, "") }
-
-// serverError wraps a Redis error met while doing what. Unreachable, BUSY
-// and NOPERM are exit 3 with what to do (redisconn.Wrap), and so is the
-// form NOPERM takes inside a script on Redis 7.0 ("The user executing the
-// script can't run this command"): acl then names the rules the script
-// needs, or the hint points at ACL LOG. Any other error reply means the
-// server would not serve the call (OOM, READONLY, ...): exit 3 as well. A
-// cancelled run keeps context.Canceled for the caller.
-func serverError(what string, err error, acl string) error {
-	if err == nil {
-		return nil
-	}
-	if scriptNoPerm(err) {
-		hint := "run ACL LOG to see which command or key it refused"
-		if acl != "" {
-			hint = "the script needs " + acl + " (ACL SETUSER <user> " + acl + "), see README \"Safety\""
-		}
-		return exitcode.UnreachableError(fmt.Errorf("%s: %w; the ACL user may not run a command (or touch a key) the script uses: %s", what, err, hint))
-	}
-	switch redisconn.Classify(err) {
-	case redisconn.Canceled, redisconn.Unreachable, redisconn.Busy, redisconn.NoPerm:
-		return redisconn.Wrap(what, err)
-	}
-	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		return exitcode.UnreachableError(fmt.Errorf("%s: the server refused: %w", what, err))
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
-
-// scriptNoPerm reports whether err is Redis 7.0's answer to a script
-// calling a command, or touching a key, its ACL user may not.
-func scriptNoPerm(err error) bool {
-	var rerr redis.Error
-	if !errors.As(err, &rerr) {
-		return false
-	}
-	msg := rerr.Error()
-	return strings.Contains(msg, "user executing the script can't") || strings.Contains(msg, "can't run this command or subcommand")
-}
+// as redisconn.ServerError does.
+func redisError(what string, err error) error { return redisconn.ServerError(what, err, "") }
 
 // ReadScript reads the user's script file: a regular file (never a FIFO
 // or device, which could block or never end) of at most userfile.MaxScript

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/limiter"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
@@ -38,7 +40,7 @@ func TestAcceptanceTokenBucket(t *testing.T) {
 			key := redistest.Key(t, "tb")
 			redistest.Cleanup(t, tg.Client, key)
 			res, err := Run(context.Background(), tg.Client, Options{
-				Params: Params{Algo: TokenBucket, Capacity: 5, Rate: rate.MustParse("1/s")},
+				Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 5, Rate: rate.MustParse("1/s")},
 				Key:    key, Count: 7, Server: tg.Server,
 			})
 			if err != nil {
@@ -83,7 +85,7 @@ func TestAcceptanceSlidingWindow(t *testing.T) {
 			key := redistest.Key(t, "sw")
 			redistest.Cleanup(t, tg.Client, key)
 			res, err := Run(context.Background(), tg.Client, Options{
-				Params: Params{Algo: SlidingWindow, Limit: 3, Window: 10 * time.Second},
+				Params: limiter.Params{Algo: limiter.SlidingWindow, Limit: 3, Window: 10 * time.Second},
 				Key:    key, Count: 5, Server: tg.Server,
 			})
 			if err != nil {
@@ -113,12 +115,12 @@ func TestAcceptanceSlidingWindow(t *testing.T) {
 // TestFixedWindowAndGCRAByRun checks the other two algorithms end to end.
 func TestFixedWindowAndGCRAByRun(t *testing.T) {
 	tests := []struct {
-		p        Params
+		p        limiter.Params
 		allowed  int
 		lastLeft int64
 	}{
-		{Params{Algo: FixedWindow, Limit: 4, Window: 10 * time.Second}, 4, 0},
-		{Params{Algo: GCRA, Rate: rate.Rate{Count: 1, Per: time.Second}, Burst: 3}, 3, 0},
+		{limiter.Params{Algo: limiter.FixedWindow, Limit: 4, Window: 10 * time.Second}, 4, 0},
+		{limiter.Params{Algo: limiter.GCRA, Rate: rate.Rate{Count: 1, Per: time.Second}, Burst: 3}, 3, 0},
 	}
 	for _, tg := range redistest.All(t) {
 		for _, tt := range tests {
@@ -132,7 +134,7 @@ func TestFixedWindowAndGCRAByRun(t *testing.T) {
 				if res.Summary.Allowed != tt.allowed || res.Summary.Refused != 6-tt.allowed {
 					t.Errorf("summary = %+v, want %d allowed", res.Summary, tt.allowed)
 				}
-				if tt.p.Algo == FixedWindow {
+				if tt.p.Algo == limiter.FixedWindow {
 					// The TTL is set only when the counter is new: later calls never extend it.
 					for i := 1; i < len(res.Calls); i++ {
 						if res.Calls[i].TTLMs > res.Calls[i-1].TTLMs || res.Calls[i].TTLMs <= 0 {
@@ -153,7 +155,7 @@ func TestRunIntervalUsesInjectedSleep(t *testing.T) {
 	tg := redistest.Embedded(t)
 	var slept []time.Duration
 	res, err := Run(context.Background(), tg.Client, Options{
-		Params:   Params{Algo: FixedWindow, Limit: 10, Window: time.Minute},
+		Params:   limiter.Params{Algo: limiter.FixedWindow, Limit: 10, Window: time.Minute},
 		Key:      redistest.Key(t, "fw"),
 		Count:    4,
 		Interval: 250 * time.Millisecond,
@@ -178,12 +180,12 @@ func TestRunIntervalUsesInjectedSleep(t *testing.T) {
 func TestKeyFor(t *testing.T) {
 	tests := []struct {
 		id   string
-		algo Algo
+		algo limiter.Algo
 		hash bool
 		want string
 	}{
-		{"user42", TokenBucket, false, "rl:{user42}:token-bucket"},
-		{"sk_live_abc", GCRA, true, ""},
+		{"user42", limiter.TokenBucket, false, "rl:{user42}:token-bucket"},
+		{"sk_live_abc", limiter.GCRA, true, ""},
 	}
 	for _, tt := range tests {
 		got, err := KeyFor(tt.id, tt.algo, tt.hash)
@@ -202,7 +204,7 @@ func TestKeyFor(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "a}b", "{x"} {
-		if _, err := KeyFor(bad, TokenBucket, false); exitcode.Code(err) != exitcode.Usage {
+		if _, err := KeyFor(bad, limiter.TokenBucket, false); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("KeyFor(%q) err = %v, want a usage error", bad, err)
 		}
 	}
@@ -211,7 +213,7 @@ func TestKeyFor(t *testing.T) {
 func TestRunIdentityKey(t *testing.T) {
 	tg := redistest.Embedded(t)
 	res, err := Run(context.Background(), tg.Client, Options{
-		Params:   Params{Algo: TokenBucket, Capacity: 2, Rate: rate.MustParse("1/s")},
+		Params:   limiter.Params{Algo: limiter.TokenBucket, Capacity: 2, Rate: rate.MustParse("1/s")},
 		Identity: "api-key-123", HashIdentity: true,
 	})
 	if err != nil {
@@ -229,7 +231,7 @@ func TestRunIdentityKey(t *testing.T) {
 func TestRunBadInput(t *testing.T) {
 	tg := redistest.Embedded(t)
 	dir := t.TempDir()
-	tb := Params{Algo: TokenBucket, Capacity: 5, Rate: rate.MustParse("1/s")}
+	tb := limiter.Params{Algo: limiter.TokenBucket, Capacity: 5, Rate: rate.MustParse("1/s")}
 	script := filepath.Join("testdata", "raw_reply.lua")
 	tests := []struct {
 		name string
@@ -240,8 +242,8 @@ func TestRunBadInput(t *testing.T) {
 		{"hash without identity", Options{Params: tb, Key: "k", HashIdentity: true}},
 		{"negative count", Options{Params: tb, Key: "k", Count: -1}},
 		{"negative interval", Options{Params: tb, Key: "k", Interval: -time.Second}},
-		{"capacity 0", Options{Params: Params{Algo: TokenBucket, Rate: rate.MustParse("1/s")}, Key: "k"}},
-		{"unknown algo", Options{Params: Params{Algo: "leaky"}, Key: "k"}},
+		{"capacity 0", Options{Params: limiter.Params{Algo: limiter.TokenBucket, Rate: rate.MustParse("1/s")}, Key: "k"}},
+		{"unknown algo", Options{Params: limiter.Params{Algo: "leaky"}, Key: "k"}},
 		{"words without script", Options{Params: tb, Key: "k", ScriptWords: []string{"x"}}},
 		{"missing comma", Options{ScriptFile: script, ScriptWords: []string{"k", "v"}}},
 		{"unreadable file", Options{ScriptFile: filepath.Join(dir, "nope.lua"), ScriptWords: []string{"k", ","}}},
@@ -266,7 +268,7 @@ func TestRunBadInput(t *testing.T) {
 func TestRunUnreachable(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = c.Close() })
-	_, err := Run(context.Background(), c, Options{Params: Params{Algo: FixedWindow, Limit: 1, Window: time.Second}, Key: "k"})
+	_, err := Run(context.Background(), c, Options{Params: limiter.Params{Algo: limiter.FixedWindow, Limit: 1, Window: time.Second}, Key: "k"})
 	if code := exitcode.Code(err); code != exitcode.Unreachable {
 		t.Fatalf("Run = %v (exit %d), want exit %d", err, code, exitcode.Unreachable)
 	}

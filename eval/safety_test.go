@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/limiter"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
@@ -243,7 +245,7 @@ func TestBusyServer(t *testing.T) {
 	}
 	dir := t.TempDir()
 	runs := map[string]Options{
-		"limiter": {Params: safetyParams[TokenBucket], Key: redistest.Key(t, "b")},
+		"limiter": {Params: safetyParams[limiter.TokenBucket], Key: redistest.Key(t, "b")},
 		"script":  {ScriptFile: writeFile(t, dir, "ok.lua", "return 1"), ScriptWords: []string{redistest.Key(t, "s"), ","}},
 	}
 	for name, opts := range runs {
@@ -288,7 +290,7 @@ func TestMinimalACL(t *testing.T) {
 		if tg.Name == "cluster" {
 			cluster = []string{"+cluster|slots"} // the cluster client's own
 		}
-		for _, algo := range Algos() {
+		for _, algo := range limiter.Algos() {
 			t.Run(tg.Name+"/"+string(algo), func(t *testing.T) {
 				l := mustLimiter(t, safetyParams[algo])
 				rules := append(append([]string{"~test:*"}, cluster...), strings.Fields(l.ACL())...)

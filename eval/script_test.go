@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/limiter"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/rate"
@@ -147,7 +149,7 @@ func TestScriptFlushBetweenCalls(t *testing.T) {
 	ctx := context.Background()
 	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
 		t.Run(tg.Name, func(t *testing.T) {
-			l := mustLimiter(t, Params{Algo: TokenBucket, Capacity: 3, Rate: rate.Rate{Count: 1, Per: time.Minute}})
+			l := mustLimiter(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 3, Rate: rate.Rate{Count: 1, Per: time.Minute}})
 			key := redistest.Key(t, "flush")
 			redistest.Cleanup(t, tg.Client, key)
 			d1, err := l.Allow(ctx, tg.Client, key, 0)
@@ -155,7 +157,7 @@ func TestScriptFlushBetweenCalls(t *testing.T) {
 				t.Fatalf("first call = %+v, %v; want allowed with 2 left", d1, err)
 			}
 			node := flushScripts(t, tg.Client, key)
-			if ok, err := node.ScriptExists(ctx, l.script.Hash()).Result(); err != nil || ok[0] {
+			if ok, err := node.ScriptExists(ctx, l.RedisScript().Hash()).Result(); err != nil || ok[0] {
 				t.Fatalf("SCRIPT EXISTS after flush = %v, %v; want false", ok, err)
 			}
 			d2, err := l.Allow(ctx, tg.Client, key, 0)
@@ -164,7 +166,7 @@ func TestScriptFlushBetweenCalls(t *testing.T) {
 			}
 			// Run (the command's path) survives a flush too.
 			flushScripts(t, tg.Client, key)
-			res, err := Run(ctx, tg.Client, Options{Params: l.p, Key: key})
+			res, err := Run(ctx, tg.Client, Options{Params: l.Params(), Key: key})
 			if err != nil || *res.Calls[0].Remaining != 0 {
 				t.Fatalf("Run after SCRIPT FLUSH = %+v, %v; want 0 left", res.Calls, err)
 			}
@@ -201,7 +203,7 @@ func TestFunction(t *testing.T) {
 			key := redistest.Key(t, "fn")
 			redistest.Cleanup(t, tg.Client, key)
 			res, err := Run(ctx, tg.Client, Options{
-				Params: Params{Algo: TokenBucket, Capacity: 5, Rate: rate.MustParse("1/s")},
+				Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 5, Rate: rate.MustParse("1/s")},
 				Key:    key, Count: 7, Function: true,
 			})
 			if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/limiter"
+
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
@@ -17,7 +19,7 @@ import (
 
 // SimOptions configure Simulate.
 type SimOptions struct {
-	Params   Params
+	Params   limiter.Params
 	Arrivals rate.Rate     // constant arrival rate, e.g. 20/s
 	For      time.Duration // virtual duration, e.g. 30s
 	Server   redisconn.Server
@@ -69,11 +71,11 @@ func ArrivalTimes(r rate.Rate, d time.Duration) ([]int64, error) {
 	}
 	gap := float64(r.Per) / r.Count // ns between arrivals
 	if !(gap > 0) || math.IsInf(gap, 0) || math.IsNaN(gap) {
-		return nil, exitcode.Usagef("--arrivals %s is too slow: the gap between arrivals is not a finite time; pass a rate such as 20/s or 1/h", showRate(r))
+		return nil, exitcode.Usagef("--arrivals %s is too slow: the gap between arrivals is not a finite time; pass a rate such as 20/s or 1/h", limiter.ShowRate(r))
 	}
 	n := math.Ceil(float64(d) / gap)
 	if n > MaxArrivals {
-		return nil, exitcode.Usagef("--arrivals %s for %s is %.0f calls; the most is %d: lower --arrivals or --for", showRate(r), d, n, MaxArrivals)
+		return nil, exitcode.Usagef("--arrivals %s for %s is %.0f calls; the most is %d: lower --arrivals or --for", limiter.ShowRate(r), d, n, MaxArrivals)
 	}
 	times := make([]int64, 0, int(n))
 	for i := 0; ; i++ {
@@ -84,7 +86,7 @@ func ArrivalTimes(r rate.Rate, d time.Duration) ([]int64, error) {
 		times = append(times, int64(ns)/int64(time.Millisecond))
 	}
 	if len(times) == 0 {
-		return nil, exitcode.Usagef("--arrivals %s for %s makes no arrival; raise --arrivals or --for", showRate(r), d)
+		return nil, exitcode.Usagef("--arrivals %s for %s makes no arrival; raise --arrivals or --for", limiter.ShowRate(r), d)
 	}
 	return times, nil
 }
@@ -95,7 +97,7 @@ func ArrivalTimes(r rate.Rate, d time.Duration) ([]int64, error) {
 // fresh key of its own and deletes it afterwards. The pure Go model runs
 // beside it, and the result says whether both decided alike.
 func Simulate(ctx context.Context, c redis.UniversalClient, opts SimOptions) (SimResult, error) {
-	l, err := NewLimiter(opts.Params)
+	l, err := limiter.NewLimiter(opts.Params)
 	if err != nil {
 		return SimResult{}, err
 	}
@@ -103,7 +105,7 @@ func Simulate(ctx context.Context, c redis.UniversalClient, opts SimOptions) (Si
 	if err != nil {
 		return SimResult{}, err
 	}
-	p, pol := l.p, l.Policy()
+	p, pol := l.Params(), l.Policy()
 	res := SimResult{
 		Kind: "simulate", Version: 1, Server: opts.Server, Algo: string(p.Algo),
 		Params: ParamsDoc{Capacity: p.Capacity, Cost: p.Cost, Limit: p.Limit, WindowMs: p.Window.Milliseconds(), Burst: p.Burst,
@@ -111,7 +113,7 @@ func Simulate(ctx context.Context, c redis.UniversalClient, opts SimOptions) (Si
 		Rate: opts.Arrivals.String(), ForMs: opts.For.Milliseconds(), Arrivals: len(times),
 		PerSecond: make([]int, int(math.Ceil(opts.For.Seconds()))), FirstRefMs: -1,
 	}
-	if p.Algo == TokenBucket || p.Algo == GCRA {
+	if p.Algo == limiter.TokenBucket || p.Algo == limiter.GCRA {
 		res.Params.Rate, res.Params.RatePerSec = p.Rate.String(), p.Rate.PerSecond()
 	}
 	// Start virtual time at the server's clock, so real TTLs run behind it.
@@ -130,10 +132,10 @@ func Simulate(ctx context.Context, c redis.UniversalClient, opts SimOptions) (Si
 	start := time.Now()
 	// Loading first (a cluster client loads on every primary) saves a round
 	// trip of NOSCRIPT answers; runVirtual copes without it too.
-	if err := l.script.Load(ctx, c).Err(); err != nil {
+	if err := l.RedisScript().Load(ctx, c).Err(); err != nil {
 		return res, redisError("load the "+string(p.Algo)+" script", err)
 	}
-	decisions, pipes, err := l.runVirtual(ctx, c, key, base, times)
+	decisions, pipes, err := runVirtual(ctx, l, c, key, base, times)
 	res.WallMs = float64(time.Since(start).Microseconds()) / 1000
 	res.Pipelines = pipes
 	if err != nil {
@@ -167,9 +169,9 @@ func Simulate(ctx context.Context, c redis.UniversalClient, opts SimOptions) (Si
 // use, SCRIPT FLUSH, restart, failover) the calls answer NOSCRIPT: the
 // script is loaded and the calls resume at the first one that failed. The
 // calls of a pipeline run in order on one connection, so none after it ran.
-func (l *Limiter) runVirtual(ctx context.Context, c redis.UniversalClient, key string, base int64, times []int64) ([]Decision, int, error) {
-	sha := l.script.Hash()
-	out := make([]Decision, 0, len(times))
+func runVirtual(ctx context.Context, l *limiter.Limiter, c redis.UniversalClient, key string, base int64, times []int64) ([]limiter.Decision, int, error) {
+	sha := l.RedisScript().Hash()
+	out := make([]limiter.Decision, 0, len(times))
 	pipes := 0
 	reloads := 0
 	for len(out) < len(times) {
@@ -184,15 +186,15 @@ func (l *Limiter) runVirtual(ctx context.Context, c redis.UniversalClient, key s
 		pipes++
 		for j, cmd := range cmds {
 			reply, err := cmd.Result()
-			if IsNoScript(err) && reloads < 3 {
+			if limiter.IsNoScript(err) && reloads < 3 {
 				for _, rest := range cmds[j:] {
-					if !IsNoScript(rest.Err()) {
+					if !limiter.IsNoScript(rest.Err()) {
 						return nil, pipes, fmt.Errorf("simulate: the script cache changed during the run; run again")
 					}
 				}
 				reloads++
-				if err := l.script.Load(ctx, c).Err(); err != nil {
-					return nil, pipes, redisError("reload the "+string(l.p.Algo)+" script", err)
+				if err := l.RedisScript().Load(ctx, c).Err(); err != nil {
+					return nil, pipes, redisError("reload the "+string(l.Params().Algo)+" script", err)
 				}
 				break
 			}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/limiter"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
@@ -64,7 +66,7 @@ func TestArrivalTimes(t *testing.T) {
 // Simulate itself, not panics, before anything is sent.
 func TestSimulateBadInput(t *testing.T) {
 	tg := redistest.Embedded(t)
-	p := Params{Algo: TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")}
+	p := limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")}
 	for _, bad := range []SimOptions{
 		{Params: p, Arrivals: rate.MustParse("1e-300/s"), For: 30 * time.Second},
 		{Params: p, Arrivals: rate.MustParse("1/h"), For: 1000 * time.Hour},
@@ -82,14 +84,14 @@ func TestAcceptanceSimulate(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name      string
-		p         Params
+		p         limiter.Params
 		admitted  int
 		perSecond []int // first seconds
 	}{
-		{"token bucket", Params{Algo: TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}}, 159, []int{14, 5, 5}},
-		{"sliding window", Params{Algo: SlidingWindow, Limit: 100, Window: time.Minute}, 100, []int{20, 20, 20, 20, 20, 0}},
-		{"gcra", Params{Algo: GCRA, Rate: rate.Rate{Count: 5, Per: time.Second}, Burst: 10}, 159, []int{14, 5, 5}},
-		{"fixed window", Params{Algo: FixedWindow, Limit: 10, Window: time.Second}, 300, []int{10, 10, 10}},
+		{"token bucket", limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}}, 159, []int{14, 5, 5}},
+		{"sliding window", limiter.Params{Algo: limiter.SlidingWindow, Limit: 100, Window: time.Minute}, 100, []int{20, 20, 20, 20, 20, 0}},
+		{"gcra", limiter.Params{Algo: limiter.GCRA, Rate: rate.Rate{Count: 5, Per: time.Second}, Burst: 10}, 159, []int{14, 5, 5}},
+		{"fixed window", limiter.Params{Algo: limiter.FixedWindow, Limit: 10, Window: time.Second}, 300, []int{10, 10, 10}},
 	}
 	for _, tg := range redistest.All(t) {
 		for _, tt := range tests {
@@ -137,16 +139,16 @@ func TestSimulateSurvivesScriptFlush(t *testing.T) {
 	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
 		t.Run(tg.Name, func(t *testing.T) {
 			ctx := context.Background()
-			l := mustLimiter(t, Params{Algo: TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}})
+			l := mustLimiter(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}})
 			key := redistest.Key(t, "simflush")
 			redistest.Cleanup(t, tg.Client, key)
 			times, _ := ArrivalTimes(rate.MustParse("20/s"), 100*time.Second) // 2000 calls: 2 pipelines
 			base := serverMs(t, tg.Client)
 			m := l.Model()
-			var ds []Decision
+			var ds []limiter.Decision
 			for _, part := range [][]int64{times[:1000], times[1000:]} {
 				flushScripts(t, tg.Client, key)
-				got, pipes, err := l.runVirtual(ctx, tg.Client, key, base, part)
+				got, pipes, err := runVirtual(ctx, l, tg.Client, key, base, part)
 				if err != nil {
 					t.Fatalf("runVirtual: %v", err)
 				}
@@ -170,7 +172,7 @@ func TestSimulateSurvivesScriptFlush(t *testing.T) {
 // with the model. Rounding the refill down per call (250.5 micro-tokens
 // every 5 ms) used to admit only 1 at 200/s.
 func TestSimulateSlowRefillAtAnyFrequency(t *testing.T) {
-	p := Params{Algo: TokenBucket, Capacity: 1, Rate: rate.MustParse("0.0501/s")}
+	p := limiter.Params{Algo: limiter.TokenBucket, Capacity: 1, Rate: rate.MustParse("0.0501/s")}
 	for _, tg := range redistest.All(t) {
 		for _, arrivals := range []string{"50/s", "200/s"} {
 			t.Run(tg.Name+"/"+arrivals, func(t *testing.T) {

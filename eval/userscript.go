@@ -201,7 +201,7 @@ func (e *scriptFailed) Is(target error) bool { return target == exitcode.ErrChec
 // unreachable server are exit 3.
 func scriptError(n int, err error) error {
 	var rerr redis.Error
-	if !errors.As(err, &rerr) || scriptNoPerm(err) {
+	if !errors.As(err, &rerr) || redisconn.ScriptNoPerm(err) {
 		return redisError(fmt.Sprintf("call %d of the script", n), err)
 	}
 	switch redisconn.Classify(err) {

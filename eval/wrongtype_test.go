@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/limiter"
+
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
@@ -20,13 +22,13 @@ import (
 func TestWrongTypeKey(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
-		p    Params
+		p    limiter.Params
 		kind string // what to put in the key beforehand
 	}{
-		{Params{Algo: TokenBucket, Capacity: 5, Rate: rate.MustParse("1/s")}, "string"},
-		{Params{Algo: SlidingWindow, Limit: 3, Window: 10 * time.Second}, "string"},
-		{Params{Algo: FixedWindow, Limit: 3, Window: 10 * time.Second}, "list"},
-		{Params{Algo: GCRA, Rate: rate.MustParse("1/s"), Burst: 3}, "hash"},
+		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 5, Rate: rate.MustParse("1/s")}, "string"},
+		{limiter.Params{Algo: limiter.SlidingWindow, Limit: 3, Window: 10 * time.Second}, "string"},
+		{limiter.Params{Algo: limiter.FixedWindow, Limit: 3, Window: 10 * time.Second}, "list"},
+		{limiter.Params{Algo: limiter.GCRA, Rate: rate.MustParse("1/s"), Burst: 3}, "hash"},
 	}
 	for _, tg := range redistest.All(t) {
 		for _, tt := range tests {
@@ -58,7 +60,7 @@ func TestWrongTypeKey(t *testing.T) {
 				if code := exitcode.Code(err); code != exitcode.Usage || !strings.Contains(err.Error(), "pick another key") {
 					t.Errorf("Allow on a %s key = %v (exit %d), want exit 2 and pick another key", tt.kind, err, code)
 				}
-				var ferr *ForeignKeyError
+				var ferr *limiter.ForeignKeyError
 				if !errors.As(err, &ferr) || ferr.Type != tt.kind || ferr.Key != key {
 					t.Errorf("Allow error = %#v, want a *ForeignKeyError for the %s %s", err, tt.kind, key)
 				}

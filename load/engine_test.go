@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
@@ -76,7 +76,7 @@ func TestRunPlainTarget(t *testing.T) {
 }
 
 func TestRunTokenBucketVerdict(t *testing.T) {
-	p := eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}}
+	p := limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}}
 	tests := []struct {
 		expect string
 		pass   bool
@@ -140,7 +140,7 @@ func TestRunTokenBucketVerdict(t *testing.T) {
 // Against a sliding window of 10 per 60 s, 20/s for 1 s admits exactly 10,
 // per identity: 3 identities share the load round-robin.
 func TestRunSlidingWindowIdentities(t *testing.T) {
-	lt := newLimitedTarget(t, eval.Params{Algo: eval.SlidingWindow, Limit: 5, Window: time.Minute})
+	lt := newLimitedTarget(t, limiter.Params{Algo: limiter.SlidingWindow, Limit: 5, Window: time.Minute})
 	x, err := ParseExpect("sliding-window:limit=5,window=60s")
 	if err != nil {
 		t.Fatal(err)
@@ -263,7 +263,7 @@ func TestRunUnreachable(t *testing.T) {
 }
 
 func TestRunHeaderChecks(t *testing.T) {
-	lt := newLimitedTarget(t, eval.Params{Algo: eval.FixedWindow, Limit: 2, Window: time.Minute})
+	lt := newLimitedTarget(t, limiter.Params{Algo: limiter.FixedWindow, Limit: 2, Window: time.Minute})
 	lt.tamper = func(h http.Header, allowed bool) {
 		if !allowed {
 			h.Del("Retry-After")

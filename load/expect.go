@@ -1,6 +1,7 @@
 package load
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -8,18 +9,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
-	"github.com/ratelimit-dev/ratelimit/eval/model"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/model"
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
 // Expectation is the limiter a run is judged against (--expect).
 type Expectation struct {
-	Spec   string      // as given, e.g. "token-bucket:burst=10,rate=5/s"
-	Auto   bool        // read the policy from RateLimit-Policy
-	Params eval.Params // the model when !Auto
+	Spec   string         // as given, e.g. "token-bucket:burst=10,rate=5/s"
+	Auto   bool           // read the policy from RateLimit-Policy
+	Params limiter.Params // the model when !Auto
 }
 
 // ParseExpect reads --expect: "auto", "token-bucket:burst=10,rate=5/s"
@@ -31,11 +32,11 @@ func ParseExpect(s string) (*Expectation, error) {
 		return &Expectation{Spec: "auto", Auto: true}, nil
 	}
 	name, args, _ := strings.Cut(spec, ":")
-	algo, err := eval.ParseAlgo(name)
+	algo, err := limiter.ParseAlgo(name)
 	if err != nil {
 		return nil, exitcode.Usagef("--expect %q: unknown model %q; use token-bucket:burst=N,rate=R, sliding-window:limit=N,window=D, fixed-window:limit=N,window=D, gcra:rate=R,burst=N or auto", s, name)
 	}
-	p := eval.Params{Algo: algo, Cost: 1}
+	p := limiter.Params{Algo: algo, Cost: 1}
 	seen := map[string]bool{}
 	for kv := range strings.SplitSeq(args, ",") {
 		kv = strings.TrimSpace(kv)
@@ -60,9 +61,9 @@ func ParseExpect(s string) (*Expectation, error) {
 	}
 	var need []string
 	switch algo {
-	case eval.TokenBucket:
+	case limiter.TokenBucket:
 		need = []string{"burst", "rate"}
-	case eval.GCRA:
+	case limiter.GCRA:
 		need = []string{"rate", "burst"}
 	default:
 		need = []string{"limit", "window"}
@@ -93,25 +94,25 @@ func contains(xs []string, s string) bool {
 	return false
 }
 
-func exampleSpec(a eval.Algo) string {
+func exampleSpec(a limiter.Algo) string {
 	switch a {
-	case eval.TokenBucket:
+	case limiter.TokenBucket:
 		return "token-bucket:burst=10,rate=5/s"
-	case eval.GCRA:
+	case limiter.GCRA:
 		return "gcra:rate=5/s,burst=10"
 	default:
 		return string(a) + ":limit=100,window=60s"
 	}
 }
 
-func setParam(p *eval.Params, k, v string) error {
+func setParam(p *limiter.Params, k, v string) error {
 	switch k {
 	case "burst", "limit":
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
 			return fmt.Errorf("%s=%s must be a positive integer", k, v)
 		}
-		if p.Algo == eval.TokenBucket {
+		if p.Algo == limiter.TokenBucket {
 			p.Capacity = n
 		} else if k == "burst" {
 			p.Burst = n
@@ -140,15 +141,26 @@ func (x Expectation) validate() error {
 	if x.Auto {
 		return nil
 	}
-	if _, err := eval.NewLimiter(x.Params); err != nil {
+	if _, err := limiter.NewLimiter(x.Params); err != nil {
+		var pe *limiter.ParamError
+		if errors.As(err, &pe) {
+			// name the parameters by the model's keys (token-bucket's
+			// capacity is burst=), not by eval's flags
+			return exitcode.Usagef("%s", pe.Named(func(p string) string {
+				if p == "capacity" {
+					p = "burst"
+				}
+				return p + "="
+			}))
+		}
 		return exitcode.UsageError(err)
 	}
 	return nil
 }
 
 // newModel returns a fresh model of p (validated).
-func newModel(p eval.Params) model.Limiter {
-	l, err := eval.NewLimiter(p)
+func newModel(p limiter.Params) model.Limiter {
+	l, err := limiter.NewLimiter(p)
 	if err != nil {
 		return nil
 	}
@@ -156,9 +168,9 @@ func newModel(p eval.Params) model.Limiter {
 }
 
 // admissionRate is the long-run admitted rate of p per identity, per second.
-func admissionRate(p eval.Params) float64 {
+func admissionRate(p limiter.Params) float64 {
 	switch p.Algo {
-	case eval.SlidingWindow, eval.FixedWindow:
+	case limiter.SlidingWindow, limiter.FixedWindow:
 		return float64(p.Limit) / p.Window.Seconds()
 	default:
 		return p.Rate.PerSecond()
@@ -166,13 +178,13 @@ func admissionRate(p eval.Params) float64 {
 }
 
 // Describe names the model in words: "token bucket 10 + 5/s".
-func Describe(p eval.Params) string {
+func Describe(p limiter.Params) string {
 	switch p.Algo {
-	case eval.TokenBucket:
+	case limiter.TokenBucket:
 		return fmt.Sprintf("token bucket %d + %s", p.Capacity, p.Rate)
-	case eval.SlidingWindow:
+	case limiter.SlidingWindow:
 		return fmt.Sprintf("sliding window %d per %s", p.Limit, shortDur(p.Window))
-	case eval.FixedWindow:
+	case limiter.FixedWindow:
 		return fmt.Sprintf("fixed window %d per %s", p.Limit, shortDur(p.Window))
 	default:
 		return fmt.Sprintf("gcra %s burst %d", p.Rate, p.Burst)
@@ -300,15 +312,15 @@ func Judge(x Expectation, in JudgeInput) Judged {
 	if q%w == 0 {
 		refill = rate.Rate{Count: float64(q / w), Per: time.Second}
 	}
-	readings := []eval.Params{
-		{Algo: eval.TokenBucket, Capacity: q, Rate: refill, Cost: 1},
-		{Algo: eval.SlidingWindow, Limit: q, Window: window, Cost: 1},
-		{Algo: eval.FixedWindow, Limit: q, Window: window, Cost: 1},
+	readings := []limiter.Params{
+		{Algo: limiter.TokenBucket, Capacity: q, Rate: refill, Cost: 1},
+		{Algo: limiter.SlidingWindow, Limit: q, Window: window, Cost: 1},
+		{Algo: limiter.FixedWindow, Limit: q, Window: window, Cost: 1},
 	}
 	best := -1
 	var bestDiff int64
 	for i, p := range readings {
-		if _, err := eval.NewLimiter(p); err != nil {
+		if _, err := limiter.NewLimiter(p); err != nil {
 			continue
 		}
 		e, tol, parts := expect(p, known, in)
@@ -340,11 +352,11 @@ func Judge(x Expectation, in JudgeInput) Judged {
 	return j
 }
 
-func specOf(p eval.Params) string {
+func specOf(p limiter.Params) string {
 	switch p.Algo {
-	case eval.TokenBucket:
+	case limiter.TokenBucket:
 		return fmt.Sprintf("token-bucket:burst=%d,rate=%s", p.Capacity, p.Rate)
-	case eval.GCRA:
+	case limiter.GCRA:
 		return fmt.Sprintf("gcra:rate=%s,burst=%d", p.Rate, p.Burst)
 	default:
 		return fmt.Sprintf("%s:limit=%d,window=%s", p.Algo, p.Limit, shortDur(p.Window))
@@ -353,7 +365,7 @@ func specOf(p eval.Params) string {
 
 // expect computes the expected admitted count over the arrivals' send times
 // and the tolerance (see TolParts).
-func expect(p eval.Params, known []Arrival, in JudgeInput) (int64, int64, TolParts) {
+func expect(p limiter.Params, known []Arrival, in JudgeInput) (int64, int64, TolParts) {
 	bySend := replay(p, known, in, func(a Arrival) int64 { return a.SendNs })
 	byDone := replay(p, known, in, func(a Arrival) int64 { return a.DoneNs })
 	parts := TolParts{Rounding: 1}
@@ -366,7 +378,7 @@ func expect(p eval.Params, known []Arrival, in JudgeInput) (int64, int64, TolPar
 
 // replay runs one model per identity over the arrivals at time at(a) and
 // counts the admitted.
-func replay(p eval.Params, arrivals []Arrival, in JudgeInput, at func(Arrival) int64) int64 {
+func replay(p limiter.Params, arrivals []Arrival, in JudgeInput, at func(Arrival) int64) int64 {
 	per := make([][]int64, max(in.Identities, 1))
 	for _, a := range arrivals {
 		k := a.Identity % len(per)

@@ -5,25 +5,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
-	"github.com/ratelimit-dev/ratelimit/eval/model"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/model"
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
 func TestParseExpect(t *testing.T) {
 	tests := []struct {
 		in   string
-		want eval.Params
+		want limiter.Params
 		auto bool
 	}{
-		{"auto", eval.Params{}, true},
-		{"AUTO", eval.Params{}, true},
-		{"token-bucket:burst=10,rate=5/s", eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1}, false},
-		{"token-bucket: capacity=10, rate=300/m", eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 300, Per: time.Minute}, Cost: 1}, false},
-		{"sliding-window:limit=100,window=60s", eval.Params{Algo: eval.SlidingWindow, Limit: 100, Window: time.Minute, Cost: 1}, false},
-		{"fixed-window:window=1m,limit=100", eval.Params{Algo: eval.FixedWindow, Limit: 100, Window: time.Minute, Cost: 1}, false},
-		{"gcra:rate=5/s,burst=10", eval.Params{Algo: eval.GCRA, Rate: rate.Rate{Count: 5, Per: time.Second}, Burst: 10, Cost: 1}, false},
+		{"auto", limiter.Params{}, true},
+		{"AUTO", limiter.Params{}, true},
+		{"token-bucket:burst=10,rate=5/s", limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1}, false},
+		{"token-bucket: capacity=10, rate=300/m", limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 300, Per: time.Minute}, Cost: 1}, false},
+		{"sliding-window:limit=100,window=60s", limiter.Params{Algo: limiter.SlidingWindow, Limit: 100, Window: time.Minute, Cost: 1}, false},
+		{"fixed-window:window=1m,limit=100", limiter.Params{Algo: limiter.FixedWindow, Limit: 100, Window: time.Minute, Cost: 1}, false},
+		{"gcra:rate=5/s,burst=10", limiter.Params{Algo: limiter.GCRA, Rate: rate.Rate{Count: 5, Per: time.Second}, Burst: 10, Cost: 1}, false},
 	}
 	for _, tt := range tests {
 		x, err := ParseExpect(tt.in)
@@ -60,9 +60,9 @@ func TestParseExpect(t *testing.T) {
 // simulate builds the arrivals of n requests every period, round-robin over
 // ids identities, answered by the model p as a target would (decided at the
 // send time plus netMs), each response ending latMs after its send.
-func simulate(t *testing.T, p eval.Params, n int, period time.Duration, ids int, netMs, latMs int64) []Arrival {
+func simulate(t *testing.T, p limiter.Params, n int, period time.Duration, ids int, netMs, latMs int64) []Arrival {
 	t.Helper()
-	l, err := eval.NewLimiter(p)
+	l, err := limiter.NewLimiter(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func simulate(t *testing.T, p eval.Params, n int, period time.Duration, ids int,
 }
 
 func TestJudgeTokenBucket(t *testing.T) {
-	p := eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1}
+	p := limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1}
 	x := Expectation{Spec: "token-bucket:burst=10,rate=5/s", Params: p}
 	arr := simulate(t, p, 600, 50*time.Millisecond, 1, 0, 1)
 	j := Judge(x, JudgeInput{Arrivals: arr, Identities: 1, StartMs: 1_000_000, JitterMs: 1})
@@ -120,7 +120,7 @@ func TestJudgeTokenBucket(t *testing.T) {
 }
 
 func TestJudgeIdentitiesScale(t *testing.T) {
-	p := eval.Params{Algo: eval.SlidingWindow, Limit: 100, Window: time.Minute, Cost: 1}
+	p := limiter.Params{Algo: limiter.SlidingWindow, Limit: 100, Window: time.Minute, Cost: 1}
 	arr := simulate(t, p, 200, 50*time.Millisecond, 1, 0, 1)
 	j := Judge(Expectation{Spec: "s", Params: p}, JudgeInput{Arrivals: arr, Identities: 1, JitterMs: 1})
 	if j.Expected != 100 || j.Observed != 100 || !j.Pass {
@@ -139,8 +139,8 @@ func TestJudgeIdentitiesScale(t *testing.T) {
 }
 
 func TestJudgeAuto(t *testing.T) {
-	bucket := eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1}
-	window := eval.Params{Algo: eval.SlidingWindow, Limit: 10, Window: 2 * time.Second, Cost: 1}
+	bucket := limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1}
+	window := limiter.Params{Algo: limiter.SlidingWindow, Limit: 10, Window: 2 * time.Second, Cost: 1}
 	auto := Expectation{Spec: "auto", Auto: true}
 	policy := `"default";q=10;w=2`
 
@@ -208,3 +208,21 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestExpectParamNames: a bad --expect parameter is named by the model's
+// keys (burst=, rate=), never by eval's flags (--capacity).
+func TestExpectParamNames(t *testing.T) {
+	for spec, want := range map[string]string{
+		"token-bucket:burst=2000000000,rate=5/s": "token-bucket needs burst= from 1",
+		"gcra:rate=2000000/s,burst=5":             "gcra needs rate= greater than 0",
+	} {
+		x, err := ParseExpect(spec)
+		if err == nil {
+			err = x.validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "--capacity") {
+			t.Errorf("--expect %s: %v, want an error containing %q", spec, err, want)
+		}
+	}
+}
+

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
-	"github.com/ratelimit-dev/ratelimit/eval/model"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/model"
 )
 
 // limitedTarget is a real HTTP target whose limiter is an eval/model twin
@@ -30,11 +30,11 @@ type limitedTarget struct {
 	tamper func(h http.Header, allowed bool)
 }
 
-func newLimitedTarget(t *testing.T, p eval.Params) *limitedTarget {
+func newLimitedTarget(t *testing.T, p limiter.Params) *limitedTarget {
 	t.Helper()
-	l, err := eval.NewLimiter(p)
+	l, err := limiter.NewLimiter(p)
 	if err != nil {
-		t.Fatalf("eval.NewLimiter(%+v): %v", p, err)
+		t.Fatalf("limiter.NewLimiter(%+v): %v", p, err)
 	}
 	pol := l.Policy()
 	lt := &limitedTarget{

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
@@ -280,7 +280,7 @@ func TestRunNoLimiterSeen(t *testing.T) {
 		t.Errorf("with --expect: verdict %q messages %q notes %q, want a failure for it", res.Verdict, res.VerdictMessages, res.Notes)
 	}
 	// Negative control: a target that answers with a RateLimit header gets no note.
-	lt := newLimitedTarget(t, eval.Params{Algo: eval.TokenBucket, Capacity: 100, Rate: rate.Rate{Count: 100, Per: time.Second}})
+	lt := newLimitedTarget(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 100, Rate: rate.Rate{Count: 100, Per: time.Second}})
 	res = runLoad(t, Options{Target: lt.URL, Rate: rate.MustParse("10/s"), Duration: time.Second})
 	if len(res.Notes) != 0 {
 		t.Errorf("a target with RateLimit headers got notes %q", res.Notes)

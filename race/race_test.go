@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 	"github.com/ratelimit-dev/ratelimit/sandbox"
@@ -185,7 +185,7 @@ return {0, 0}`
 // example gave ("{limit} 1": a window of limit ms and a limit of 1) admits
 // one per window, a few in all, and fails.
 func TestRunUserScriptUnderAdmits(t *testing.T) {
-	fw, ok := eval.ScriptByName(string(eval.FixedWindow))
+	fw, ok := limiter.ScriptByName(string(limiter.FixedWindow))
 	if !ok {
 		t.Fatal("no fixed-window script")
 	}

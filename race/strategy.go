@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
@@ -226,7 +226,7 @@ const refillPer = KeyTTL - 2*time.Second
 // key's TTL.
 type tokenBucket struct {
 	limit   int64
-	limiter *eval.Limiter
+	limiter *limiter.Limiter
 	nowMs   int64
 }
 
@@ -234,9 +234,9 @@ func (*tokenBucket) name() string  { return Script }
 func (*tokenBucket) label() string { return "Lua script" }
 func (*tokenBucket) atomic() bool  { return true }
 
-func (s *tokenBucket) newLimiter() (*eval.Limiter, error) {
+func (s *tokenBucket) newLimiter() (*limiter.Limiter, error) {
 	refill := rate.Rate{Count: float64(s.limit), Per: refillPer}
-	return eval.NewLimiter(eval.Params{Algo: eval.TokenBucket, Capacity: s.limit, Rate: refill, Cost: 1})
+	return limiter.NewLimiter(limiter.Params{Algo: limiter.TokenBucket, Capacity: s.limit, Rate: refill, Cost: 1})
 }
 
 func (s *tokenBucket) prepare(ctx context.Context, node *redis.Client) error {

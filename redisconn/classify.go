@@ -152,3 +152,45 @@ func ACLHint(err error) string {
 	}
 	return "the ACL user lacks a permission: see README \"Safety\" for each command's minimal ACL"
 }
+
+// ServerError wraps a Redis error met while doing what. Unreachable, BUSY
+// and NOPERM are exit 3 with what to do (redisconn.Wrap), and so is the
+// form NOPERM takes inside a script on Redis 7.0 ("The user executing the
+// script can't run this command"): acl then names the rules the script
+// needs, or the hint points at ACL LOG. Any other error reply means the
+// server would not serve the call (OOM, READONLY, ...): exit 3 as well. A
+// cancelled run keeps context.Canceled for the caller. It is the one
+// mapping of a failed command or script call to an exit code: eval, race,
+// serve and the limiter all call it.
+func ServerError(what string, err error, acl string) error {
+	if err == nil {
+		return nil
+	}
+	if ScriptNoPerm(err) {
+		hint := "run ACL LOG to see which command or key it refused"
+		if acl != "" {
+			hint = "the script needs " + acl + " (ACL SETUSER <user> " + acl + "), see README \"Safety\""
+		}
+		return exitcode.UnreachableError(fmt.Errorf("%s: %w; the ACL user may not run a command (or touch a key) the script uses: %s", what, err, hint))
+	}
+	switch Classify(err) {
+	case Canceled, Unreachable, Busy, NoPerm:
+		return Wrap(what, err)
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return exitcode.UnreachableError(fmt.Errorf("%s: the server refused: %w", what, err))
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// ScriptNoPerm reports whether err is Redis 7.0's answer to a script
+// calling a command, or touching a key, its ACL user may not.
+func ScriptNoPerm(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	return strings.Contains(msg, "user executing the script can't") || strings.Contains(msg, "can't run this command or subcommand")
+}

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/race"
 	"github.com/ratelimit-dev/ratelimit/rate"
@@ -32,7 +32,7 @@ import (
 // without Retry-After.
 func fixtureLoad(t *testing.T) *load.Result {
 	t.Helper()
-	lim, err := eval.NewLimiter(eval.Params{Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1})
+	lim, err := limiter.NewLimiter(limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

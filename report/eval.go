@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
 // EvalText renders the result of `ratelimit eval`: what ran, one row per
@@ -86,12 +87,12 @@ func evalTitle(res eval.Result) string {
 	}
 	p := res.Params
 	var desc string
-	switch eval.Algo(res.Algo) {
-	case eval.TokenBucket:
+	switch limiter.Algo(res.Algo) {
+	case limiter.TokenBucket:
 		desc = fmt.Sprintf("capacity %d, rate %s, cost %d", p.Capacity, p.Rate, p.Cost)
-	case eval.SlidingWindow, eval.FixedWindow:
+	case limiter.SlidingWindow, limiter.FixedWindow:
 		desc = fmt.Sprintf("limit %d %s, cost %d", p.Limit, evalPer(time.Duration(p.WindowMs)*time.Millisecond), p.Cost)
-	case eval.GCRA:
+	case limiter.GCRA:
 		desc = fmt.Sprintf("rate %s, burst %d, cost %d", p.Rate, p.Burst, p.Cost)
 	}
 	key := res.Key
@@ -269,12 +270,12 @@ func EvalSimulateText(w io.Writer, res eval.SimResult, o Options) error {
 	b.WriteString(ServerLine(res.Server, st))
 	p := res.Params
 	var desc string
-	switch eval.Algo(res.Algo) {
-	case eval.TokenBucket:
+	switch limiter.Algo(res.Algo) {
+	case limiter.TokenBucket:
 		desc = fmt.Sprintf("capacity %d, rate %s", p.Capacity, p.Rate)
-	case eval.SlidingWindow, eval.FixedWindow:
+	case limiter.SlidingWindow, limiter.FixedWindow:
 		desc = fmt.Sprintf("limit %d %s", p.Limit, evalPer(time.Duration(p.WindowMs)*time.Millisecond))
-	case eval.GCRA:
+	case limiter.GCRA:
 		desc = fmt.Sprintf("rate %s, burst %d", p.Rate, p.Burst)
 	}
 	dur := evalSpan(time.Duration(res.ForMs) * time.Millisecond)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
 
@@ -132,7 +133,7 @@ func TestEvalSimulateText(t *testing.T) {
 }
 
 func TestEvalScriptsText(t *testing.T) {
-	c := eval.NewCatalog(eval.Scripts(), false)
+	c := eval.NewCatalog(limiter.Scripts(), false)
 	for i := range c.Scripts {
 		c.Scripts[i].SHA1 = strings.Repeat("0", 40) // digests change with every edit of a script
 	}

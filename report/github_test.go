@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
 // allKinds is one document of every kind report reads.
@@ -17,7 +18,7 @@ func allKinds(t *testing.T) []Document {
 	for _, name := range []string{"eval.json", "simulate.json", "race.json", "load.json", "keyslot.json"} {
 		docs = append(docs, readFixture(t, name))
 	}
-	docs = append(docs, Document{Kind: "scripts", Version: 1, Source: "scripts", Value: eval.NewCatalog(eval.Scripts(), false)})
+	docs = append(docs, Document{Kind: "scripts", Version: 1, Source: "scripts", Value: eval.NewCatalog(limiter.Scripts(), false)})
 	return docs
 }
 
@@ -127,7 +128,7 @@ func TestEvalFormatsAgree(t *testing.T) {
 
 // TestScriptsJUnitGitHub pins the outputs of the kind without checks.
 func TestScriptsJUnitGitHub(t *testing.T) {
-	c := eval.NewCatalog(eval.Scripts(), false)
+	c := eval.NewCatalog(limiter.Scripts(), false)
 	for _, f := range []string{"junit", "github"} {
 		var b bytes.Buffer
 		if err := Render(&b, f, c, Options{}); err != nil {

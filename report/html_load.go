@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/load"
 )
 
@@ -38,7 +38,7 @@ func loadEnvelope(res *load.Result) (perSec []float64, desc string, ok bool) {
 	if err != nil || x.Auto {
 		return nil, "", false
 	}
-	lim, err := eval.NewLimiter(x.Params)
+	lim, err := limiter.NewLimiter(x.Params)
 	if err != nil {
 		return nil, "", false
 	}

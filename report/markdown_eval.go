@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
 // plainStyles renders the shared row helpers without ANSI escapes.
@@ -92,12 +93,12 @@ func mdCodes(xs []string) string {
 
 func simulateDesc(res eval.SimResult) string {
 	p := res.Params
-	switch eval.Algo(res.Algo) {
-	case eval.TokenBucket:
+	switch limiter.Algo(res.Algo) {
+	case limiter.TokenBucket:
 		return fmt.Sprintf("capacity %d, rate %s", p.Capacity, p.Rate)
-	case eval.SlidingWindow, eval.FixedWindow:
+	case limiter.SlidingWindow, limiter.FixedWindow:
 		return fmt.Sprintf("limit %d %s", p.Limit, evalPer(time.Duration(p.WindowMs)*time.Millisecond))
-	case eval.GCRA:
+	case limiter.GCRA:
 		return fmt.Sprintf("rate %s, burst %d", p.Rate, p.Burst)
 	}
 	return ""

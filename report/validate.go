@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
 	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/race"
 )
@@ -261,7 +262,7 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-var evalAlgos = []string{"script", string(eval.TokenBucket), string(eval.SlidingWindow), string(eval.FixedWindow), string(eval.GCRA)}
+var evalAlgos = []string{"script", string(limiter.TokenBucket), string(limiter.SlidingWindow), string(limiter.FixedWindow), string(limiter.GCRA)}
 
 func validateParams(path string, p eval.ParamsDoc) error {
 	return firstErr(

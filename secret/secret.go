@@ -147,8 +147,9 @@ func redactParams(w string) string {
 			break
 		}
 		eq += i
-		// the parameter name runs back to '?', '&', ';' or the word start
-		ks := strings.LastIndexAny(w[:eq], "?&;") + 1
+		// the parameter name runs back to '?', '&', ';', ',', ':' or the
+		// word start ("token-bucket:burst=10" names burst, not a token)
+		ks := strings.LastIndexAny(w[:eq], "?&;,:") + 1
 		if ks < i {
 			ks = i
 		}

@@ -16,6 +16,8 @@ func TestRedact(t *testing.T) {
 		{"redis://h:1/0?password=pw&db=1", "redis://h:1/0?password=xxxxx&db=1"},
 		{"no secret here: key=value", "no secret here: key=value"},
 		{"sentinel_password=abc", "sentinel_password=xxxxx"},
+		{`--expect "token-bucket:burst=10,rate=5/s"`, `--expect "token-bucket:burst=10,rate=5/s"`}, // burst is not a token
+		{"x:password=pw", "x:password=xxxxx"},
 		{"", ""},
 	}
 	for _, tt := range tests {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -19,14 +19,14 @@ import (
 // server. Run with: go test -run XXX -bench Hello ./serve
 func BenchmarkHello(b *testing.B) {
 	tg := redistest.Standalone(b)
-	params := eval.Params{Algo: eval.TokenBucket, Capacity: 1_000_000_000, Rate: rate.Rate{Count: 1_000_000, Per: time.Second}}
+	params := limiter.Params{Algo: limiter.TokenBucket, Capacity: 1_000_000_000, Rate: rate.Rate{Count: 1_000_000, Per: time.Second}}
 	h, err := New(Config{Client: tg.Client, Params: params, KeyPrefix: "test-" + uuid.NewString()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	key := uuid.NewString()
 	b.Cleanup(func() {
-		_ = tg.Client.Del(context.Background(), APIKey(key).Key(h.Config().KeyPrefix, eval.TokenBucket)).Err()
+		_ = tg.Client.Del(context.Background(), APIKey(key).Key(h.Config().KeyPrefix, limiter.TokenBucket)).Err()
 	})
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -19,7 +19,7 @@ func TestPolicyField(t *testing.T) {
 	client := redistest.Embedded(t).Client // no request is sent
 	tests := []struct {
 		name   string
-		params eval.Params
+		params limiter.Params
 		policy string // PolicyName; "" is the default
 		want   string
 		q, w   int64
@@ -28,9 +28,9 @@ func TestPolicyField(t *testing.T) {
 		{"bucket 10 at 3/s rounds w up", bucket(t, 10, "3/s"), "", `"default";q=10;w=4`, 10, 4},
 		{"bucket 100 at 30/m", bucket(t, 100, "30/m"), "", `"default";q=100;w=200`, 100, 200},
 		{"bucket faster than its size", bucket(t, 1, "1000/s"), "", `"default";q=1;w=1`, 1, 1},
-		{"sliding window 100 per minute", eval.Params{Algo: eval.SlidingWindow, Limit: 100, Window: time.Minute}, "", `"default";q=100;w=60`, 100, 60},
-		{"fixed window 5 per 1.5s", eval.Params{Algo: eval.FixedWindow, Limit: 5, Window: 1500 * time.Millisecond}, "", `"default";q=5;w=2`, 5, 2},
-		{"gcra 5/s burst 10", eval.Params{Algo: eval.GCRA, Rate: rate.MustParse("5/s"), Burst: 10}, "", `"default";q=10;w=2`, 10, 2},
+		{"sliding window 100 per minute", limiter.Params{Algo: limiter.SlidingWindow, Limit: 100, Window: time.Minute}, "", `"default";q=100;w=60`, 100, 60},
+		{"fixed window 5 per 1.5s", limiter.Params{Algo: limiter.FixedWindow, Limit: 5, Window: 1500 * time.Millisecond}, "", `"default";q=5;w=2`, 5, 2},
+		{"gcra 5/s burst 10", limiter.Params{Algo: limiter.GCRA, Rate: rate.MustParse("5/s"), Burst: 10}, "", `"default";q=10;w=2`, 10, 2},
 		{"named policy", bucket(t, 10, "5/s"), "api", `"api";q=10;w=2`, 10, 2},
 	}
 	for _, tt := range tests {
@@ -57,16 +57,16 @@ func TestPolicyField(t *testing.T) {
 // quota, t the seconds until the full quota is back, rounded up.
 func TestLimitField(t *testing.T) {
 	tests := []struct {
-		d    eval.Decision
+		d    limiter.Decision
 		want string
 	}{
-		{eval.Decision{Allowed: true, Remaining: 9, ResetMs: 200}, `"default";r=9;t=1`},
-		{eval.Decision{Allowed: true, Remaining: 10, ResetMs: 0}, `"default";r=10;t=0`},
-		{eval.Decision{Allowed: true, Remaining: 4, ResetMs: 1000}, `"default";r=4;t=1`},
-		{eval.Decision{Allowed: true, Remaining: 3, ResetMs: 1001}, `"default";r=3;t=2`},
-		{eval.Decision{Allowed: false, Remaining: 0, RetryMs: 183, ResetMs: 1983}, `"default";r=0;t=2`},
-		{eval.Decision{Allowed: false, Remaining: 0, RetryMs: 59_000, ResetMs: 59_001}, `"default";r=0;t=60`},
-		{eval.Decision{Allowed: true, Remaining: 1, ResetMs: 1}, `"default";r=1;t=1`},
+		{limiter.Decision{Allowed: true, Remaining: 9, ResetMs: 200}, `"default";r=9;t=1`},
+		{limiter.Decision{Allowed: true, Remaining: 10, ResetMs: 0}, `"default";r=10;t=0`},
+		{limiter.Decision{Allowed: true, Remaining: 4, ResetMs: 1000}, `"default";r=4;t=1`},
+		{limiter.Decision{Allowed: true, Remaining: 3, ResetMs: 1001}, `"default";r=3;t=2`},
+		{limiter.Decision{Allowed: false, Remaining: 0, RetryMs: 183, ResetMs: 1983}, `"default";r=0;t=2`},
+		{limiter.Decision{Allowed: false, Remaining: 0, RetryMs: 59_000, ResetMs: 59_001}, `"default";r=0;t=60`},
+		{limiter.Decision{Allowed: true, Remaining: 1, ResetMs: 1}, `"default";r=1;t=1`},
 	}
 	for _, tt := range tests {
 		got := limitField("default", tt.d)
@@ -136,9 +136,9 @@ func TestConfigErrors(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"bad algorithm", Config{Client: client, Params: eval.Params{Algo: "leaky"}}},
+		{"bad algorithm", Config{Client: client, Params: limiter.Params{Algo: "leaky"}}},
 		{"zero capacity", Config{Client: client, Params: bucket(t, 0, "5/s")}},
-		{"cost above capacity", Config{Client: client, Params: eval.Params{Algo: eval.TokenBucket, Capacity: 2, Rate: good.Rate, Cost: 3}}},
+		{"cost above capacity", Config{Client: client, Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 2, Rate: good.Rate, Cost: 3}}},
 		{"negative trust", Config{Client: client, Params: good, TrustProxy: -1}},
 		{"bad fail mode", Config{Client: client, Params: good, Fail: "sideways"}},
 		{"negative timeout", Config{Client: client, Params: good, RedisTimeout: -time.Millisecond}},

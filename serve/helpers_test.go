@@ -12,16 +12,16 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-func bucket(t *testing.T, capacity int64, r string) eval.Params {
+func bucket(t *testing.T, capacity int64, r string) limiter.Params {
 	t.Helper()
-	return eval.Params{Algo: eval.TokenBucket, Capacity: capacity, Rate: rate.MustParse(r)}
+	return limiter.Params{Algo: limiter.TokenBucket, Capacity: capacity, Rate: rate.MustParse(r)}
 }
 
 // newHandler builds New's handler on client, with a key prefix unique to

@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
 // Identity is whom a request is counted against: an API key, known only by
@@ -46,7 +46,7 @@ func IP(addr netip.Addr) Identity {
 // "<prefix>:{key:<digest>}:<algo>" or "<prefix>:{ip:<addr>}:<algo>". The
 // identity is the hash tag, so on a cluster every bucket of one client
 // lives in one slot and different clients spread over the slots.
-func (id Identity) Key(prefix string, algo eval.Algo) string {
+func (id Identity) Key(prefix string, algo limiter.Algo) string {
 	return prefix + ":{" + id.Kind + ":" + id.Value + "}:" + string(algo)
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
 func TestClientIP(t *testing.T) {
@@ -98,14 +98,14 @@ func TestIdentityKeys(t *testing.T) {
 	wantDigest := hex.EncodeToString(sum[:16])
 	tests := []struct {
 		id   Identity
-		algo eval.Algo
+		algo limiter.Algo
 		want string
 	}{
-		{id, eval.TokenBucket, "rl:{key:" + wantDigest + "}:token-bucket"},
-		{APIKey("alice"), eval.GCRA, "rl:{key:2bd806c97f0e00af1a1fc3328fa763a9}:gcra"},
-		{IP(netip.MustParseAddr("192.0.2.1")), eval.SlidingWindow, "rl:{ip:192.0.2.1}:sliding-window"},
-		{IP(netip.MustParseAddr("::ffff:192.0.2.1")), eval.FixedWindow, "rl:{ip:192.0.2.1}:fixed-window"},
-		{IP(netip.MustParseAddr("2001:db8::1")), eval.TokenBucket, "rl:{ip:2001:db8::1}:token-bucket"},
+		{id, limiter.TokenBucket, "rl:{key:" + wantDigest + "}:token-bucket"},
+		{APIKey("alice"), limiter.GCRA, "rl:{key:2bd806c97f0e00af1a1fc3328fa763a9}:gcra"},
+		{IP(netip.MustParseAddr("192.0.2.1")), limiter.SlidingWindow, "rl:{ip:192.0.2.1}:sliding-window"},
+		{IP(netip.MustParseAddr("::ffff:192.0.2.1")), limiter.FixedWindow, "rl:{ip:192.0.2.1}:fixed-window"},
+		{IP(netip.MustParseAddr("2001:db8::1")), limiter.TokenBucket, "rl:{ip:2001:db8::1}:token-bucket"},
 	}
 	for _, tt := range tests {
 		if got := tt.id.Key("rl", tt.algo); got != tt.want {

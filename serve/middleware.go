@@ -14,9 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
 
@@ -70,8 +70,8 @@ type Config struct {
 	// or any redis.UniversalClient. Required. The middleware never closes it.
 	Client redis.Scripter
 	// Params are the limiter's algorithm and parameters, validated by
-	// eval.NewLimiter (bad values are exit-2 errors naming the flag).
-	Params eval.Params
+	// limiter.NewLimiter (bad values are exit-2 limiter.ParamErrors).
+	Params limiter.Params
 	// IdentityHeader carries the API key; requests without it (or with an
 	// empty value) are counted against the client IP.
 	IdentityHeader string
@@ -164,7 +164,7 @@ func orDefault[T time.Duration | int | int64](v, def T) T {
 // command can reject bad flags (exit 2) before it connects to Redis.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if _, err := eval.NewLimiter(c.Params); err != nil {
+	if _, err := limiter.NewLimiter(c.Params); err != nil {
 		return err
 	}
 	return c.validate()
@@ -225,7 +225,7 @@ type Counts struct {
 // identity. It is safe for concurrent use.
 type Middleware struct {
 	cfg     Config
-	limiter *eval.Limiter
+	limiter *limiter.Limiter
 	policy  header.Policy
 	// policyValue is the RateLimit-Policy field value, the same on every response.
 	policyValue string
@@ -296,7 +296,7 @@ func NewMiddleware(cfg Config) (*Middleware, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	l, err := eval.NewLimiter(cfg.Params)
+	l, err := limiter.NewLimiter(cfg.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +313,7 @@ func NewMiddleware(cfg Config) (*Middleware, error) {
 func (m *Middleware) Config() Config { return m.cfg }
 
 // Limiter returns the limiter the middleware runs.
-func (m *Middleware) Limiter() *eval.Limiter { return m.limiter }
+func (m *Middleware) Limiter() *limiter.Limiter { return m.limiter }
 
 // Policy returns the policy advertised in RateLimit-Policy.
 func (m *Middleware) Policy() header.Policy { return m.policy }
@@ -393,11 +393,11 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 // ContextTimeoutEnabled, so the call runs in its own goroutine and the
 // request stops waiting at the deadline either way; the abandoned call ends
 // when the client gives up and its answer is dropped.
-func (m *Middleware) decide(ctx context.Context, key string) (eval.Decision, error) {
+func (m *Middleware) decide(ctx context.Context, key string) (limiter.Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.RedisTimeout)
 	defer cancel()
 	type result struct {
-		d   eval.Decision
+		d   limiter.Decision
 		err error
 	}
 	ch := make(chan result, 1)
@@ -409,17 +409,17 @@ func (m *Middleware) decide(ctx context.Context, key string) (eval.Decision, err
 	case res := <-ch:
 		return res.d, res.err
 	case <-ctx.Done():
-		return eval.Decision{}, fmt.Errorf("limiter on %s: no answer within %s: %w", key, m.cfg.RedisTimeout, ctx.Err())
+		return limiter.Decision{}, fmt.Errorf("limiter on %s: no answer within %s: %w", key, m.cfg.RedisTimeout, ctx.Err())
 	}
 }
 
 // limitValue is the RateLimit field of a decision: remaining quota and the
 // seconds (rounded up) until the full quota is back.
-func (m *Middleware) limitValue(d eval.Decision) string {
+func (m *Middleware) limitValue(d limiter.Decision) string {
 	return limitField(m.policy.Name, d)
 }
 
-func limitField(name string, d eval.Decision) string {
+func limitField(name string, d limiter.Decision) string {
 	l := header.Limit{Name: name, Remaining: max(d.Remaining, 0), Reset: ceilSeconds(d.ResetMs)}
 	s, err := header.FormatLimits(l)
 	if err != nil { // only for values out of range; the name was checked by NewMiddleware

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -179,10 +179,10 @@ func TestIdentities(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, "/hello", nil)
 			req.RemoteAddr = "127.0.0.1:5555"
 			req.Header.Set("X-Forwarded-For", "203.0.113.7")
-			if got, want := h.KeyFor(req), local.Key(h.Config().KeyPrefix, eval.TokenBucket); got != want {
+			if got, want := h.KeyFor(req), local.Key(h.Config().KeyPrefix, limiter.TokenBucket); got != want {
 				t.Errorf("KeyFor(spoofed) = %s, want %s", got, want)
 			}
-			if n, err := tg.Client.Exists(t.Context(), IP(netip.MustParseAddr("203.0.113.7")).Key(h.Config().KeyPrefix, eval.TokenBucket)).Result(); err != nil || n != 0 {
+			if n, err := tg.Client.Exists(t.Context(), IP(netip.MustParseAddr("203.0.113.7")).Key(h.Config().KeyPrefix, limiter.TokenBucket)).Result(); err != nil || n != 0 {
 				t.Errorf("a bucket for the spoofed address exists (%d, %v)", n, err)
 			}
 		})
@@ -223,11 +223,11 @@ func TestTrustProxy(t *testing.T) {
 // then a 429 whose headers parse and agree with the policy.
 func TestAlgorithms(t *testing.T) {
 	tg := redistest.Standalone(t)
-	for _, p := range []eval.Params{
+	for _, p := range []limiter.Params{
 		bucket(t, 3, "1/m"),
-		{Algo: eval.SlidingWindow, Limit: 3, Window: time.Minute},
-		{Algo: eval.FixedWindow, Limit: 3, Window: time.Minute},
-		{Algo: eval.GCRA, Rate: rate.MustParse("1/m"), Burst: 3},
+		{Algo: limiter.SlidingWindow, Limit: 3, Window: time.Minute},
+		{Algo: limiter.FixedWindow, Limit: 3, Window: time.Minute},
+		{Algo: limiter.GCRA, Rate: rate.MustParse("1/m"), Burst: 3},
 	} {
 		t.Run(string(p.Algo), func(t *testing.T) {
 			h := newHandler(t, tg.Client, Config{Params: p})
@@ -236,7 +236,7 @@ func TestAlgorithms(t *testing.T) {
 			key := uuid.NewString()
 			forget(t, tg.Client, h, APIKey(key))
 			wantPolicy := `"default";q=3;w=60`
-			if p.Algo == eval.TokenBucket || p.Algo == eval.GCRA {
+			if p.Algo == limiter.TokenBucket || p.Algo == limiter.GCRA {
 				wantPolicy = `"default";q=3;w=180`
 			}
 			for i := range 4 {

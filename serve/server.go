@@ -57,8 +57,8 @@
 //
 // For tests and embedding, without the CLI:
 //
-//	h, err := serve.New(serve.Config{Client: rdb, Params: eval.Params{
-//		Algo: eval.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}},
+//	h, err := serve.New(serve.Config{Client: rdb, Params: limiter.Params{
+//		Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}},
 //		KeyPrefix: "test-" + uuid.NewString()})
 //	ts := httptest.NewServer(h) // GET ts.URL+"/hello"; h.Counts(); h.KeyFor(req)
 //
@@ -83,8 +83,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
 // Paths served by New's handler.
@@ -203,14 +203,14 @@ func (m *Middleware) Describe() string {
 
 // DescribeParams reads limiter parameters back in words:
 // "token-bucket capacity 10, refill 5/s".
-func DescribeParams(p eval.Params) string {
+func DescribeParams(p limiter.Params) string {
 	var s string
 	switch p.Algo {
-	case eval.TokenBucket:
+	case limiter.TokenBucket:
 		s = fmt.Sprintf("token-bucket capacity %d, refill %s", p.Capacity, p.Rate)
-	case eval.SlidingWindow, eval.FixedWindow:
+	case limiter.SlidingWindow, limiter.FixedWindow:
 		s = fmt.Sprintf("%s limit %d per %s", p.Algo, p.Limit, p.Window)
-	case eval.GCRA:
+	case limiter.GCRA:
 		s = fmt.Sprintf("gcra rate %s, burst %d", p.Rate, p.Burst)
 	default:
 		s = string(p.Algo)

@@ -1,4 +1,4 @@
-package eval
+package limiter
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/eval/model"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter/model"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -129,7 +129,7 @@ func matchModel(t *testing.T, tg redistest.Target, key string, p Params, calls i
 		if g := (model.Decision{Allowed: got.Allowed, Remaining: got.Remaining, RetryMs: got.RetryMs, ResetMs: got.ResetMs}); g != want {
 			t.Fatalf("seed %d %+v call %d (now %d, cost %d): script %+v, model %+v", seed, p, i, now, cost, g, want)
 		}
-		if ttl, err := pttl(ctx, tg.Client, key); err != nil || ttl == -1 {
+		if ttl, err := tg.Client.PTTL(ctx, key).Result(); err != nil || ttl == -time.Millisecond {
 			t.Fatalf("call %d: PTTL = %d, %v; every write must set a TTL", i, ttl, err)
 		}
 	}
@@ -153,7 +153,7 @@ func TestPlainDecimalRates(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(fmt.Sprintf("%s/%s %s", tg.Name, tt.p.Algo, tt.p.Rate), func(t *testing.T) {
 				l := mustLimiter(t, tt.p)
-				if args := argStrings(l.Args(0, "")); !strings.Contains(strings.Join(args, " "), tt.arg) {
+				if args := strings.Fields(strings.Trim(fmt.Sprint(l.Args(0, "")), "[]")); !strings.Contains(strings.Join(args, " "), tt.arg) {
 					t.Errorf("args = %q, want the rate as %s", args, tt.arg)
 				}
 				key := redistest.Key(t, "rate")

@@ -1,10 +1,11 @@
-package eval
+package limiter
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -12,9 +13,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelimit-dev/ratelimit/eval/model"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter/model"
 	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
 
 // Algo names a limiter algorithm.
@@ -30,24 +32,6 @@ const (
 
 // Algos lists the algorithms in a stable order.
 func Algos() []Algo { return []Algo{TokenBucket, SlidingWindow, FixedWindow, GCRA} }
-
-// LimitFlags names the parameters that differ between algorithms, by the
-// flag names eval and serve give them.
-var LimitFlags = []string{"capacity", "rate", "limit", "window", "burst"}
-
-// Flags returns the parameters of LimitFlags that a reads: token-bucket
-// capacity and rate, the windows limit and window, gcra rate and burst.
-func (a Algo) Flags() []string {
-	switch a {
-	case TokenBucket:
-		return []string{"capacity", "rate"}
-	case SlidingWindow, FixedWindow:
-		return []string{"limit", "window"}
-	case GCRA:
-		return []string{"rate", "burst"}
-	}
-	return nil
-}
 
 // ParseAlgo reads an algorithm name; a few common spellings are accepted.
 func ParseAlgo(s string) (Algo, error) {
@@ -133,28 +117,28 @@ func NewLimiter(p Params) (*Limiter, error) {
 
 func (p Params) validate() error {
 	if _, ok := compiled[p.Algo]; !ok {
-		return exitcode.Usagef("unknown algorithm %q; use token-bucket, sliding-window, fixed-window or gcra", p.Algo)
+		return paramErr("", "unknown algorithm %q; use token-bucket, sliding-window, fixed-window or gcra", p.Algo)
 	}
 	if p.Cost < 0 {
-		return exitcode.Usagef("--cost %d must be at least 1", p.Cost)
+		return paramErr("cost", "{cost} %d must be at least 1", p.Cost)
 	}
 	cost := max(p.Cost, 1)
 	perSec := p.Rate.PerSecond()
 	switch p.Algo {
 	case TokenBucket:
 		if p.Capacity <= 0 || p.Capacity > MaxCapacity {
-			return exitcode.Usagef("token-bucket needs --capacity from 1 to %d tokens, got %d", MaxCapacity, p.Capacity)
+			return paramErr("capacity", "token-bucket needs {capacity} from 1 to %d tokens, got %d", MaxCapacity, p.Capacity)
 		}
 		if !(perSec > 0) || perSec > MaxRatePerSec {
-			return exitcode.Usagef("token-bucket needs --rate greater than 0 and at most %d/s (e.g. 5/s or 300/m), got %s", MaxRatePerSec, showRate(p.Rate))
+			return paramErr("rate", "token-bucket needs {rate} greater than 0 and at most %d/s (e.g. 5/s or 300/m), got %s", MaxRatePerSec, ShowRate(p.Rate))
 		}
 		// The same expression as token_bucket.lua, so both draw the line alike.
 		if fill := float64(p.Capacity*model.Micro) / (perSec * 1000); fill > MaxFillMs {
-			return exitcode.Usagef("token-bucket --capacity %d at --rate %s takes %s to fill; the most is 1e9 s (about 31 years): raise --rate or lower --capacity",
-				p.Capacity, showRate(p.Rate), longDuration(fill))
+			return paramErr("capacity", "token-bucket {capacity} %d at {rate} %s takes %s to fill; the most is 1e9 s (about 31 years): raise {rate} or lower {capacity}",
+				p.Capacity, ShowRate(p.Rate), longDuration(fill))
 		}
 		if cost > p.Capacity {
-			return exitcode.Usagef("--cost %d exceeds --capacity %d: no call could ever pass", cost, p.Capacity)
+			return paramErr("cost", "{cost} %d exceeds {capacity} %d: no call could ever pass", cost, p.Capacity)
 		}
 	case SlidingWindow, FixedWindow:
 		maxLimit := int64(MaxWindowLimit)
@@ -162,39 +146,63 @@ func (p Params) validate() error {
 			maxLimit = MaxFixedLimit
 		}
 		if p.Limit <= 0 || p.Limit > maxLimit {
-			return exitcode.Usagef("%s needs --limit from 1 to %d, got %d", p.Algo, maxLimit, p.Limit)
+			return paramErr("limit", "%s needs {limit} from 1 to %d, got %d", p.Algo, maxLimit, p.Limit)
 		}
 		if p.Window < time.Millisecond || p.Window%time.Millisecond != 0 {
-			return exitcode.Usagef("%s needs --window of whole milliseconds, at least 1ms (e.g. 10s or 1m), got %s", p.Algo, p.Window)
+			return paramErr("window", "%s needs {window} of whole milliseconds, at least 1ms (e.g. 10s or 1m), got %s", p.Algo, p.Window)
 		}
 		if p.Window.Milliseconds() > MaxWindowMs {
-			return exitcode.Usagef("%s --window %s is too long; the most is %s (1e12 ms)", p.Algo, p.Window, time.Duration(MaxWindowMs)*time.Millisecond)
+			return paramErr("window", "%s {window} %s is too long; the most is %s (1e12 ms)", p.Algo, p.Window, time.Duration(MaxWindowMs)*time.Millisecond)
 		}
 		if cost > p.Limit {
-			return exitcode.Usagef("--cost %d exceeds --limit %d: no call could ever pass", cost, p.Limit)
+			return paramErr("cost", "{cost} %d exceeds {limit} %d: no call could ever pass", cost, p.Limit)
 		}
 	case GCRA:
 		if !(perSec > 0) || perSec > MaxGCRARate {
-			return exitcode.Usagef("gcra needs --rate greater than 0 and at most %d/s, got %s", MaxGCRARate, showRate(p.Rate))
+			return paramErr("rate", "gcra needs {rate} greater than 0 and at most %d/s, got %s", MaxGCRARate, ShowRate(p.Rate))
 		}
 		if p.Burst <= 0 || p.Burst > MaxCapacity {
-			return exitcode.Usagef("gcra needs --burst from 1 to %d, got %d", MaxCapacity, p.Burst)
+			return paramErr("burst", "gcra needs {burst} from 1 to %d, got %d", MaxCapacity, p.Burst)
 		}
 		// The same expression as gcra.lua: emission interval (µs) x burst.
 		if tol := math.Floor(1e6/perSec+0.5) * float64(p.Burst); tol > MaxGCRATolUs {
-			return exitcode.Usagef("gcra --burst %d at --rate %s spans %s; the most is 1e9 s (about 31 years): raise --rate or lower --burst",
-				p.Burst, showRate(p.Rate), longDuration(tol/1000))
+			return paramErr("burst", "gcra {burst} %d at {rate} %s spans %s; the most is 1e9 s (about 31 years): raise {rate} or lower {burst}",
+				p.Burst, ShowRate(p.Rate), longDuration(tol/1000))
 		}
 		if cost > p.Burst {
-			return exitcode.Usagef("--cost %d exceeds --burst %d: no call could ever pass", cost, p.Burst)
+			return paramErr("cost", "{cost} %d exceeds {burst} %d: no call could ever pass", cost, p.Burst)
 		}
 	}
 	return nil
 }
 
-// showRate prints a rate for a message: as given, unless that takes more
+// A ParamError is a bad limiter parameter. Param is the parameter at
+// fault ("capacity", "rate", "limit", "window", "burst", "cost"; "" for
+// the algorithm); the message names parameters by these words. Commands
+// show them as their own spelling with Named: eval and serve as flags
+// (--capacity), load --expect as its model keys (burst=). Error names
+// them as plain words. Every ParamError is bad input (exit 2).
+type ParamError struct {
+	Param string
+	tmpl  string // the message with {param} where a parameter is named
+}
+
+func paramErr(param, format string, args ...any) error {
+	return exitcode.UsageError(&ParamError{Param: param, tmpl: fmt.Sprintf(format, args...)})
+}
+
+func (e *ParamError) Error() string { return e.Named(func(p string) string { return p }) }
+
+// Named is the message with each parameter spelled by name(param).
+func (e *ParamError) Named(name func(param string) string) string {
+	return paramRef.ReplaceAllStringFunc(e.tmpl, func(ref string) string { return name(ref[1 : len(ref)-1]) })
+}
+
+var paramRef = regexp.MustCompile(`\{(capacity|rate|limit|window|burst|cost)\}`)
+
+// ShowRate prints a rate for a message: as given, unless that takes more
 // than a few digits (1e-300/s), then in per-second scientific notation.
-func showRate(r rate.Rate) string {
+func ShowRate(r rate.Rate) string {
 	if s := r.String(); len(s) <= 24 {
 		return s
 	}
@@ -215,6 +223,10 @@ func longDuration(ms float64) string {
 
 // Params returns the validated parameters (Cost at least 1).
 func (l *Limiter) Params() Params { return l.p }
+
+// RedisScript is the script as go-redis runs it (EVALSHA with EVAL on
+// NOSCRIPT, or pipelined EvalSha with Load).
+func (l *Limiter) RedisScript() *redis.Script { return l.script }
 
 // Script returns the embedded script the limiter runs.
 func (l *Limiter) Script() Script {
@@ -282,7 +294,7 @@ func (l *Limiter) Args(nowMs int64, id string) []any {
 	return args
 }
 
-func (l *Limiter) newID() string {
+func (l *Limiter) NextID() string {
 	if l.NewID != nil {
 		return l.NewID()
 	}
@@ -293,9 +305,9 @@ func (l *Limiter) newID() string {
 // to EVAL when the server answers NOSCRIPT (after SCRIPT FLUSH, a restart or
 // a failover). nowMs 0 means the server's TIME.
 func (l *Limiter) Allow(ctx context.Context, rdb redis.Scripter, key string, nowMs int64) (Decision, error) {
-	reply, err := l.script.Run(ctx, rdb, []string{key}, l.Args(nowMs, l.newID())...).Result()
+	reply, err := l.script.Run(ctx, rdb, []string{key}, l.Args(nowMs, l.NextID())...).Result()
 	if err != nil {
-		return Decision{}, l.runError(ctx, rdb, key, err)
+		return Decision{}, l.CallError(ctx, rdb, key, err)
 	}
 	return l.Decode(reply)
 }
@@ -304,14 +316,14 @@ func (l *Limiter) Allow(ctx context.Context, rdb redis.Scripter, key string, now
 // the script refused or one of another type is exit 2 (ForeignKeyError);
 // a command the ACL user may not run, a BUSY server or an unreachable one
 // is exit 3 with what to do.
-func (l *Limiter) runError(ctx context.Context, rdb any, key string, err error) error {
+func (l *Limiter) CallError(ctx context.Context, rdb any, key string, err error) error {
 	if ferr := foreignKey(key, l.p.Algo, err); ferr != nil {
 		return ferr
 	}
 	if werr := wrongType(ctx, rdb, key, l.p.Algo, err); werr != nil {
 		return werr
 	}
-	return serverError(fmt.Sprintf("run %s script on %s", l.p.Algo, key), err, scriptACL[l.p.Algo])
+	return redisconn.ServerError(fmt.Sprintf("run %s script on %s", l.p.Algo, key), err, scriptACL[l.p.Algo])
 }
 
 // ForeignKeyPrefix starts the error reply a limiter script gives for a key
@@ -363,6 +375,10 @@ func (l *Limiter) ACL() string { return scriptACL[l.p.Algo] }
 
 // stateType is the Redis type each script keeps its state in.
 var stateType = map[Algo]string{TokenBucket: "hash", SlidingWindow: "zset", FixedWindow: "hash", GCRA: "string"}
+
+// StateType is the Redis type the algorithm's script keeps its state in:
+// hash, zset or string.
+func (a Algo) StateType() string { return stateType[a] }
 
 // wrongType turns the server's WRONGTYPE answer for key into a one-line
 // exit-2 error (the key is taken by other data: bad input); it returns nil

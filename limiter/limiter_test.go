@@ -1,9 +1,7 @@
-package eval
+package limiter
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -11,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelimit-dev/ratelimit/eval/model"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter/model"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -65,7 +63,7 @@ func TestScriptsMatchModels(t *testing.T) {
 						if err != nil {
 							t.Fatalf("seed %d round %d %s call %d: %v", seed, round, algo, i, err)
 						}
-						if ttl, err := pttl(ctx, tg.Client, key); err != nil || ttl == -1 {
+						if ttl, err := tg.Client.PTTL(ctx, key).Result(); err != nil || ttl == -time.Millisecond {
 							t.Fatalf("%s call %d: PTTL = %d, %v; every write must set a TTL", algo, i, ttl, err)
 						}
 						want := m.Allow(now, cost)
@@ -146,9 +144,4 @@ func TestPolicy(t *testing.T) {
 			t.Errorf("Policy(%+v) = %+v, want %+v", tt.p, got, tt.want)
 		}
 	}
-}
-
-func sha256Prefix(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:8])
 }
