@@ -214,7 +214,7 @@ func TestParseFlags(t *testing.T) {
 func TestExpectParamNames(t *testing.T) {
 	for spec, want := range map[string]string{
 		"token-bucket:burst=2000000000,rate=5/s": "token-bucket needs burst= from 1",
-		"gcra:rate=2000000/s,burst=5":             "gcra needs rate= greater than 0",
+		"gcra:rate=2000000/s,burst=5":            "gcra needs rate= greater than 0",
 	} {
 		x, err := ParseExpect(spec)
 		if err == nil {
@@ -225,4 +225,3 @@ func TestExpectParamNames(t *testing.T) {
 		}
 	}
 }
-
