@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
 
 // UserScript is the user's own limiter script (--script FILE --args "...").
@@ -119,7 +120,7 @@ func (*userStrategy) atomic() bool    { return true }
 
 func (s *userStrategy) prepare(ctx context.Context, node *redis.Client) error {
 	if err := s.lua.Load(ctx, node).Err(); err != nil {
-		if isNoPerm(err) {
+		if redisconn.Classify(err) == redisconn.NoPerm {
 			return aclError(fmt.Sprintf("load --script %s", s.script.Path), err)
 		}
 		var rerr redis.Error

@@ -67,7 +67,7 @@ func Classify(err error) Class {
 			return Busy
 		case redis.HasErrorPrefix(rerr, "NOPERM"), strings.Contains(msg, "NOPERM "),
 			// Redis 7.0 inside a script: "The user executing the script can't run this command or subcommand"
-			strings.Contains(msg, "user executing the script can't"):
+			strings.Contains(msg, "user executing the script can't"), strings.Contains(msg, "can't run this command or subcommand"):
 			return NoPerm
 		case redis.HasErrorPrefix(rerr, "READONLY"):
 			return ReadOnly

@@ -1,0 +1,166 @@
+package race
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// summarize turns a strategy's trials into its result entry.
+func summarize(s strategy, trials []trial, opts Options) Strategy {
+	out := Strategy{Name: s.name(), Label: s.label(), AtomicExpected: s.atomic()}
+	if u, ok := s.(*userStrategy); ok {
+		out.Script = u.script.Path
+	}
+	var all []time.Duration
+	for _, tr := range trials {
+		admitted, wrote, retries, giveUps, errs := 0, int64(0), 0, 0, 0
+		lat := make([]time.Duration, 0, len(tr.outcomes))
+		for _, o := range tr.outcomes {
+			if o.admitted {
+				admitted++
+			}
+			if o.wrote {
+				wrote++
+			}
+			if o.gaveUp {
+				giveUps++
+			}
+			retries += o.retries
+			if o.err != nil {
+				errs++
+				if out.ErrorSample == "" {
+					out.ErrorSample = o.err.Error()
+				}
+			}
+			lat = append(lat, o.latency)
+		}
+		slices.Sort(lat)
+		all = append(all, lat...)
+		out.Admitted = append(out.Admitted, admitted)
+		out.OverAdmitted = append(out.OverAdmitted, max(0, admitted-int(opts.Limit)))
+		out.FinalValue = append(out.FinalValue, tr.final)
+		var lost *int64
+		if tr.final != nil {
+			l := max(0, wrote-*tr.final)
+			lost = &l
+		}
+		out.LostUpdates = append(out.LostUpdates, lost)
+		out.Retries = append(out.Retries, retries)
+		out.GiveUps = append(out.GiveUps, giveUps)
+		out.Errors = append(out.Errors, errs)
+		out.TrialP50Us = append(out.TrialP50Us, percentile(lat, 50).Microseconds())
+		out.TrialP99Us = append(out.TrialP99Us, percentile(lat, 99).Microseconds())
+		out.WallUs = append(out.WallUs, tr.wall.Microseconds())
+	}
+	slices.Sort(all)
+	out.P50Us = percentile(all, 50).Microseconds()
+	out.P99Us = percentile(all, 99).Microseconds()
+	out.AdmittedMin, out.AdmittedMedian, out.AdmittedMax = spread(out.Admitted)
+	return out
+}
+
+// percentile returns the nearest-rank p-th percentile of sorted durations.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
+	return sorted[max(rank, 1)-1]
+}
+
+// spread returns the minimum, median and maximum of xs.
+func spread(xs []int) (lo int, median float64, hi int) {
+	if len(xs) == 0 {
+		return 0, 0, 0
+	}
+	s := slices.Clone(xs)
+	sort.Ints(s)
+	m := len(s) / 2
+	median = float64(s[m])
+	if len(s)%2 == 0 {
+		median = float64(s[m-1]+s[m]) / 2
+	}
+	return s[0], median, s[len(s)-1]
+}
+
+// ExactExpected reports whether strategy name promises to admit exactly
+// min(limit, concurrency) requests against a fresh key: incr, the built-in
+// Lua script and a user script (--script), which claim atomic exactness.
+// Fewer is a failed check (under-admission: the limiter refuses requests it
+// has room for). watch is atomic but not exact: a request that loses
+// --watch-attempts conflicts gives up, so it may admit fewer under
+// contention, which is noted, not failed; naive and multi promise nothing.
+func ExactExpected(name string) bool {
+	switch name {
+	case Incr, Script, User:
+		return true
+	}
+	return false
+}
+
+// judge sets the verdict, the failures and the notes.
+func judge(r *Result) {
+	want := min(r.Limit, int64(r.Concurrency)) // what an exact limiter admits on a fresh key
+	for _, s := range r.Strategies {
+		calls := r.Concurrency * len(s.Admitted)
+		for t, a := range s.Admitted {
+			switch {
+			case s.AtomicExpected && a > int(r.Limit):
+				r.Failures = append(r.Failures, fmt.Sprintf("over-admission: %s admitted %d of %d with limit %d in trial %d", s.Label, a, r.Concurrency, r.Limit, t+1))
+			case ExactExpected(s.Name) && int64(a) < want:
+				msg := fmt.Sprintf("under-admission: %s admitted %d of %d with limit %d in trial %d", s.Label, a, r.Concurrency, r.Limit, t+1)
+				if t < len(s.Errors) && s.Errors[t] > 0 {
+					msg += " (" + count(s.Errors[t], "call", "calls") + " failed)"
+				}
+				r.Failures = append(r.Failures, msg)
+			}
+		}
+		if errs := sum(s.Errors); errs > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d of %d calls failed, e.g. %s", s.Label, errs, calls, s.ErrorSample))
+		}
+		if s.Name == Watch && sum(s.GiveUps) > 0 && s.AdmittedMin < int(r.Limit) && r.Concurrency >= int(r.Limit) {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s admitted fewer than the limit because %s gave up after %s; raise --watch-attempts to at least the limit", s.Label, count(sum(s.GiveUps), "request", "requests"), count(r.WatchAttempts, "attempt", "attempts")))
+		}
+		if s.Name == Naive {
+			reproduced := s.AdmittedMax > int(r.Limit)
+			r.RaceReproduced = &reproduced
+			if !reproduced {
+				note := fmt.Sprintf("the race was not reproduced at this concurrency: %s admitted at most the limit of %d", s.Label, r.Limit)
+				if r.Concurrency <= int(r.Limit) {
+					note += fmt.Sprintf("; --concurrency %d cannot exceed it, raise it above the limit", r.Concurrency)
+				} else {
+					note += "; try a higher --concurrency"
+				}
+				r.Notes = append(r.Notes, note)
+			}
+		}
+	}
+	r.Verdict = "pass"
+	if len(r.Failures) > 0 {
+		r.Verdict = "fail"
+	}
+}
+
+// plural picks the noun for n: "call" for 1, "calls" otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// count writes n with its noun: "1 call", "2 calls".
+func count(n int, one, many string) string {
+	return strconv.Itoa(n) + " " + plural(n, one, many)
+}
+
+func sum(xs []int) int {
+	t := 0
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}

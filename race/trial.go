@@ -1,0 +1,76 @@
+package race
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// outcome is one goroutine's request.
+type outcome struct {
+	admitted bool
+	wrote    bool // a write of this request reached Redis
+	retries  int
+	gaveUp   bool
+	err      error
+	latency  time.Duration
+}
+
+// trial is one strategy's trial.
+type trial struct {
+	outcomes []outcome
+	wall     time.Duration
+	final    *int64
+}
+
+// runTrial starts opts.Concurrency goroutines that each take a dedicated
+// connection and PING through it, waits until all are ready, opens the
+// barrier and waits for every request.
+func runTrial(ctx context.Context, node *redis.Client, s strategy, key string, opts Options) (trial, error) {
+	n := opts.Concurrency
+	outs := make([]outcome, n)
+	warmErrs := make([]error, n)
+	start, abort := make(chan struct{}), make(chan struct{})
+	dials := make(chan struct{}, opts.WarmParallel)
+	var ready, done sync.WaitGroup
+	ready.Add(n)
+	done.Add(n)
+	for i := range n {
+		go func() {
+			defer done.Done()
+			conn := node.Conn()
+			defer conn.Close()
+			dials <- struct{}{}
+			warmErrs[i] = conn.Ping(ctx).Err()
+			<-dials
+			ready.Done()
+			select {
+			case <-start:
+			case <-abort:
+				return
+			}
+			t0 := time.Now()
+			o := s.call(ctx, conn, key, i)
+			o.latency = time.Since(t0)
+			outs[i] = o
+		}()
+	}
+	ready.Wait()
+	if slices.ContainsFunc(warmErrs, func(e error) bool { return e != nil }) {
+		full := serverFull(ctx, node) // asked while the connections are held
+		close(abort)
+		done.Wait() // the connections are back: the server can be asked why
+		return trial{}, warmError(ctx, node, warmErrs, full)
+	}
+	t0 := time.Now()
+	close(start)
+	done.Wait()
+	wall := time.Since(t0)
+	if ctx.Err() != nil {
+		return trial{}, ctx.Err()
+	}
+	return trial{outcomes: outs, wall: wall}, nil
+}
