@@ -109,7 +109,7 @@ Output (-o): text, json (save it for 'ratelimit report'), or markdown
   ratelimit eval --script bucket.lua rl:{user42}:b , 10 5 1 --function
 
   # predict admissions: 20 arrivals/s for 30s against a bucket of 10 at 5/s
-  ratelimit eval --simulate --arrivals 20/s --for 30s --algo token-bucket --capacity 10 --rate 5/s -o json`,
+  ratelimit eval --simulate --arrivals 20/s --duration 30s --algo token-bucket --capacity 10 --rate 5/s -o json`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ctx = c.Context()
 			opts.Args = args
@@ -127,7 +127,7 @@ Output (-o): text, json (save it for 'ratelimit report'), or markdown
 	fl := c.Flags()
 	fl.StringVar(&opts.Algo, "algo", string(limiter.TokenBucket), "algorithm: token-bucket, sliding-window, fixed-window or gcra")
 	fl.Int64Var(&opts.Capacity, "capacity", 0, "token-bucket: tokens the bucket holds")
-	fl.Var(&opts.Rate, "rate", "token-bucket: refill rate; gcra: steady rate (5, 5/s, 300/m, 1000/h)")
+	fl.Var(&opts.Rate, "rate", "the limiter's own rate, not an arrival rate: token-bucket refill, gcra steady rate (5, 5/s, 300/m, 1000/h); --simulate's arrivals are --arrivals")
 	fl.Int64Var(&opts.Cost, "cost", 1, "units each call takes")
 	fl.Int64Var(&opts.Limit, "limit", 0, "sliding-window, fixed-window: calls admitted per window")
 	fl.DurationVar(&opts.Window, "window", 0, "sliding-window, fixed-window: window length (10s, 1m)")
@@ -140,9 +140,10 @@ Output (-o): text, json (save it for 'ratelimit report'), or markdown
 	fl.BoolVar(&opts.AllowNoTTL, "allow-no-ttl", false, "--script: accept keys the script leaves without a TTL (by default they fail the check, exit 1)")
 	fl.BoolVar(&opts.Function, "function", false, "load the script as a Redis Functions library and call it with FCALL (Redis 7+)")
 	fl.BoolVar(&opts.Force, "force", false, "let the limiter script replace a key it did not write (another type, other fields, no TTL); without it such a key is refused")
-	fl.BoolVar(&opts.Simulate, "simulate", false, "predict admissions for --arrivals over --for in virtual time (no KEY)")
+	fl.BoolVar(&opts.Simulate, "simulate", false, "predict admissions for --arrivals over --duration in virtual time (no KEY)")
 	fl.Var(&opts.Arrivals, "arrivals", "with --simulate: constant arrival rate, e.g. 20/s")
-	fl.DurationVar(&opts.For, "for", 0, "with --simulate: virtual duration, e.g. 30s")
+	fl.DurationVar(&opts.For, "duration", 0, "with --simulate: virtual duration, e.g. 30s (--for is an alias)")
+	aliasFlag(fl, "for", "duration")
 	return c
 }
 
@@ -158,7 +159,7 @@ func (opts *evalOptions) check() (limiter.Algo, error) {
 		return nil
 	}
 	if !opts.Simulate {
-		if err := conflict("calls against a key (it needs --simulate)", "arrivals", "for"); err != nil {
+		if err := conflict("calls against a key (it needs --simulate)", "arrivals", "duration"); err != nil {
 			return "", err
 		}
 	}
@@ -191,8 +192,8 @@ func (opts *evalOptions) check() (limiter.Algo, error) {
 		if len(opts.Args) > 0 {
 			return "", exitcode.Usagef("--simulate uses a temporary key of its own; drop %q", opts.Args[0])
 		}
-		if !set["arrivals"] || !set["for"] {
-			return "", exitcode.Usagef("--simulate needs --arrivals RATE and --for DURATION, e.g. --arrivals 20/s --for 30s")
+		if !set["arrivals"] || !set["duration"] {
+			return "", exitcode.Usagef("--simulate needs --arrivals RATE and --duration D, e.g. --arrivals 20/s --duration 30s")
 		}
 		return algo, nil
 	}

@@ -568,3 +568,28 @@ func FuzzEvalFlagLike(f *testing.F) {
 		}
 	})
 }
+
+// TestDurationFlagAlias: --duration is the one spelling of a duration in
+// eval --simulate and sandbox; --for still works and is not in --help.
+func TestDurationFlagAlias(t *testing.T) {
+	for _, args := range [][]string{
+		{"eval", "--redis", "embedded", "--simulate", "--arrivals", "20/s", "--duration", "2s", "--algo", "token-bucket", "--capacity", "10", "--rate", "5/s", "-o", "json"},
+		{"eval", "--redis", "embedded", "--simulate", "--arrivals", "20/s", "--for", "2s", "--algo", "token-bucket", "--capacity", "10", "--rate", "5/s", "-o", "json"},
+	} {
+		tf := newTestFactory(t)
+		if code := tf.execute(t, args...); code != exitcode.OK {
+			t.Fatalf("ratelimit %q = %d (stderr %q)", args, code, tf.ErrOut.String())
+		}
+		if !strings.Contains(tf.Out.String(), `"for_ms": 2000`) {
+			t.Errorf("ratelimit %q: want for_ms 2000 in %s", args, tf.Out.String())
+		}
+	}
+	for _, cmd := range []string{"eval", "sandbox"} {
+		tf := newTestFactory(t)
+		tf.execute(t, cmd, "--help")
+		help := tf.Out.String()
+		if !strings.Contains(help, "--duration") || strings.Contains(help, "  --for ") {
+			t.Errorf("%s --help: want --duration and no --for flag line:\n%s", cmd, help)
+		}
+	}
+}

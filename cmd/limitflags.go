@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 )
@@ -49,4 +51,16 @@ func checkAlgoFlags(algo limiter.Algo, changed map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// aliasFlag lets alias spell the flag name on fs (kept out of --help), on
+// top of any normalization fs already has: "--for" for "--duration".
+func aliasFlag(fs *pflag.FlagSet, alias, name string) {
+	prev := fs.GetNormalizeFunc()
+	fs.SetNormalizeFunc(func(f *pflag.FlagSet, n string) pflag.NormalizedName {
+		if n == alias {
+			n = name
+		}
+		return prev(f, n)
+	})
 }

@@ -131,7 +131,7 @@ as Basic auth and masked in every output and error.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&opts.Target, "target", "", "URL to load (default $RATELIMIT_TARGET)")
-	fl.Var(&opts.Rate, "rate", "arrival rate: 20/s, 300/m, 5/100ms (required)")
+	fl.Var(&opts.Rate, "rate", "arrival rate of requests, not the limiter's rate (that is in --expect): 20/s, 300/m, 5/100ms (required)")
 	fl.DurationVar(&opts.Duration, "duration", 30*time.Second, "how long iterations fall due")
 	fl.StringVarP(&opts.Method, "method", "X", "GET", "HTTP method")
 	fl.StringArrayVarP(&opts.Headers, "header", "H", nil, "request header 'Name: value' (repeatable)")

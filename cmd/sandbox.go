@@ -40,7 +40,7 @@ func newSandboxCmd(f *Factory, run func(*sandboxOptions) error) *cobra.Command {
 		Short: "Start a disposable local redis-server or cluster for tests",
 		Long: `Start a disposable redis-server (or valkey-server) on free loopback ports, with
 persistence off and data in a temporary directory, print the URL to pass as
---redis, and stay in the foreground until Ctrl-C or --for elapses. Then stop
+--redis, and stay in the foreground until Ctrl-C or --duration elapses. Then stop
 exactly the processes it started and remove the directory.
 
 Output (-o): text (the URL on standard output) or json (one startup line:
@@ -66,7 +66,7 @@ at the next start.`,
   ratelimit sandbox
 
   # a 3-primary cluster for 20 seconds
-  ratelimit sandbox --cluster --for 20s
+  ratelimit sandbox --cluster --duration 20s
 
   # room for 'ratelimit race --concurrency 10000'
   ratelimit sandbox --server-arg=--maxclients --server-arg=20000
@@ -98,7 +98,8 @@ at the next start.`,
 	c.Flags().IntVar(&opts.Replicas, "replicas", 0, "replicas per primary (with --cluster)")
 	c.Flags().IntVar(&opts.PortBase, "port-base", 0, "listen on PORT-BASE, PORT-BASE+1, ... instead of free ports")
 	c.Flags().StringVar(&opts.ServerBin, "server-bin", "", "server binary (default: redis-server, else valkey-server, on PATH)")
-	c.Flags().DurationVar(&opts.For, "for", 0, "stop after this long (default: until Ctrl-C)")
+	c.Flags().DurationVar(&opts.For, "duration", 0, "stop after this long (default: until Ctrl-C; --for is an alias)")
+	aliasFlag(c.Flags(), "for", "duration")
 	c.Flags().StringArrayVar(&opts.ServerArg, "server-arg", nil, "extra server argument, repeatable (e.g. --server-arg=--maxclients --server-arg=20000); options that break the sandbox are refused")
 	c.Flags().DurationVar(&opts.Timeout, "start-timeout", sandbox.DefaultStartTimeout, "bound on the whole start, cluster formation included")
 	// sandbox has only these formats; its own -o replaces the global one
@@ -107,7 +108,7 @@ at the next start.`,
 }
 
 // runningFor says how long the sandbox stays up: "until Ctrl-C", or
-// "for 20s (or until Ctrl-C)" with --for, the duration without zero
+// "for 20s (or until Ctrl-C)" with --duration, the duration without zero
 // trailing units ("1m", not "1m0s").
 func runningFor(d time.Duration) string {
 	if d <= 0 {
@@ -159,7 +160,7 @@ func runSandbox(opts *sandboxOptions) error {
 		return exitcode.Usagef("sandbox starts its own servers and connects to none; drop --%s (pass the printed URL as --redis to the other commands)", opts.Refused)
 	}
 	if opts.For < 0 {
-		return exitcode.Usagef("--for must not be negative")
+		return exitcode.Usagef("--duration must not be negative")
 	}
 	if opts.Timeout <= 0 {
 		return exitcode.Usagef("--start-timeout must be positive, got %s", opts.Timeout)

@@ -145,7 +145,8 @@ func TestSandboxUsageErrors(t *testing.T) {
 		{[]string{"--port-base", "65536"}, "--port-base"},
 		{[]string{"--cluster", "--port-base", "55534"}, "between 1024 and 55533"},
 		{[]string{"--start-timeout", "0s"}, "--start-timeout"},
-		{[]string{"--for", "-1s"}, "--for"},
+		{[]string{"--for", "-1s"}, "--duration must not be negative"}, // --for is an alias
+		{[]string{"--duration", "-1s"}, "--duration must not be negative"},
 		{[]string{"--redis", "redis://127.0.0.1:1"}, "drop --redis"},
 		{[]string{"--tls-skip-verify"}, "drop --tls-skip-verify"},
 		{[]string{"--redis-timeout", "5s"}, "drop --redis-timeout"},

@@ -106,7 +106,7 @@ and produces no result document, so -o json, markdown and junit are refused
 	fl.StringVar(&opts.Addr, "addr", "127.0.0.1:8011", "listen address host:port (port 0 picks a free one)")
 	fl.StringVar(&opts.Algo, "algo", string(limiter.TokenBucket), "limiter: token-bucket, sliding-window, fixed-window or gcra")
 	fl.Int64Var(&opts.Capacity, "capacity", 10, "token-bucket: bucket size in tokens")
-	fl.Var(&opts.Rate, "rate", "token-bucket: refill rate; gcra: emission rate (e.g. 5/s, 300/m)")
+	fl.Var(&opts.Rate, "rate", "the limiter's own rate, not an arrival rate: token-bucket refill, gcra emission rate (e.g. 5/s, 300/m)")
 	fl.Int64Var(&opts.Limit, "limit", 100, "sliding-window, fixed-window: requests per window")
 	fl.DurationVar(&opts.Window, "window", time.Minute, "sliding-window, fixed-window: window length")
 	fl.Int64Var(&opts.Burst, "burst", 10, "gcra: burst size")
