@@ -32,6 +32,7 @@ type serveOptions struct {
 	LimiterTimeout time.Duration
 	Delay          time.Duration
 	KeyPrefix      string
+	Break          string
 
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
@@ -79,6 +80,14 @@ request within --read-timeout; bodies over --max-body get 413 and headers over
 (more wait in the accept queue); idle keep-alive connections close after
 --idle-timeout. Log lines escape control bytes.
 
+--break DEFECT makes the server wrong on purpose in one way, so you can watch
+'ratelimit probe' and 'ratelimit load' catch it: retry-after-zero (429 with
+Retry-After: 0), no-retry-after, cacheable-429 (Cache-Control: public,
+max-age=60 and an ETag), constant-reset (RateLimit t is always the window),
+status-503 (refuses with 503 instead of 429), trust-xff (keys clients by
+a client-sent X-Forwarded-For from any peer) and over-admit (enforces twice
+the policy it advertises). It says so on its startup line.
+
 Output (-o): text only. serve is a server, not a report: it writes log lines
 and produces no result document, so -o json, markdown and junit are refused
 (use 'ratelimit load -o json' against it for a machine-readable result).`,
@@ -88,6 +97,9 @@ and produces no result document, so -o json, markdown and junit are refused
 
   # 100 requests per minute in a sliding window, refusing when Redis is down
   ratelimit serve --algo sliding-window --limit 100 --window 1m --fail closed
+
+  # a limiter that claims 10 per 2s but admits twice that (load catches it)
+  ratelimit serve --capacity 10 --rate 5/s --break over-admit
 
   # a slow target behind one proxy, for load tests
   ratelimit serve --delay 500ms --trust-proxy 1 --redis redis://127.0.0.1:7000`,
@@ -116,6 +128,7 @@ and produces no result document, so -o json, markdown and junit are refused
 	fl.StringVar(&opts.Fail, "fail", string(serve.FailOpen), "when Redis fails or is late: open (serve the request) or closed (503)")
 	fl.DurationVar(&opts.LimiterTimeout, "limiter-timeout", serve.DefaultRedisTimeout, "deadline per request for the limiter's Redis round trip, then --fail applies (the global --redis-timeout stays the client's own limit for dialling and commands)")
 	fl.DurationVar(&opts.Delay, "delay", 0, "make /hello take this long (a slow target for load tests)")
+	fl.StringVar(&opts.Break, "break", "", "make the server wrong on purpose in one way: retry-after-zero, no-retry-after, cacheable-429, constant-reset, status-503, trust-xff, over-admit (see above)")
 	fl.StringVar(&opts.KeyPrefix, "key-prefix", serve.DefaultKeyPrefix, "prefix of the bucket keys: PREFIX:{key:<sha256>}:ALGO, PREFIX:{ip:ADDR}:ALGO")
 	fl.DurationVar(&opts.ReadHeaderTimeout, "read-header-timeout", serve.DefaultReadHeaderTimeout, "time a client has to send the request line and headers; then the connection is closed")
 	fl.DurationVar(&opts.ReadTimeout, "read-timeout", serve.DefaultReadTimeout, "time a client has to send a whole request, body included; then the connection is closed")
@@ -138,6 +151,10 @@ func (opts *serveOptions) config() (serve.Config, error) {
 		return serve.Config{}, err
 	}
 	fail, err := serve.ParseFailMode(opts.Fail)
+	if err != nil {
+		return serve.Config{}, err
+	}
+	brk, err := serve.ParseBreak(opts.Break)
 	if err != nil {
 		return serve.Config{}, err
 	}
@@ -179,6 +196,7 @@ func (opts *serveOptions) config() (serve.Config, error) {
 		RedisTimeout:   opts.LimiterTimeout,
 		Fail:           fail,
 		KeyPrefix:      opts.KeyPrefix,
+		Break:          brk,
 		Delay:          opts.Delay,
 
 		ReadHeaderTimeout: opts.ReadHeaderTimeout,
@@ -212,6 +230,9 @@ func runServe(opts *serveOptions) error {
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "serve: limiter state on %s\n", conn.Server)
+	if cfg.Break != "" {
+		fmt.Fprintf(f.IO.ErrOut, "serve: BROKEN ON PURPOSE (--break %s): this server is a wrong limiter, for testing that probe and load catch it\n", cfg.Break)
+	}
 	cfg.Client = conn.Client
 	cfg.Log = f.IO.ErrOut
 	return serve.Run(opts.ctx, cfg, opts.Addr, f.IO.ErrOut)

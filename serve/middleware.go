@@ -89,6 +89,9 @@ type Config struct {
 	KeyPrefix string
 	// PolicyName is the policy identifier in RateLimit-Policy and RateLimit.
 	PolicyName string
+	// Break makes the server wrong on purpose in one way (see Break); the
+	// zero value is the correct reference server.
+	Break Break
 	// Delay makes New's /hello handler take this long (to make a slow
 	// target for load tests). The middleware ignores it.
 	Delay time.Duration
@@ -188,6 +191,9 @@ func (c Config) validate() error {
 	}
 	if c.Delay < 0 {
 		return exitcode.Usagef("--delay %s must not be negative", c.Delay)
+	}
+	if _, err := ParseBreak(string(c.Break)); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		flag string
@@ -296,12 +302,16 @@ func NewMiddleware(cfg Config) (*Middleware, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	l, err := limiter.NewLimiter(cfg.Params)
+	advertised, err := limiter.NewLimiter(cfg.Params)
+	if err != nil {
+		return nil, err
+	}
+	l, err := limiter.NewLimiter(cfg.Break.enforced(cfg.Params))
 	if err != nil {
 		return nil, err
 	}
 	m := &Middleware{cfg: cfg, limiter: l}
-	p := l.Policy()
+	p := advertised.Policy()
 	m.policy = header.Policy{Name: cfg.PolicyName, Quota: p.Quota, Window: p.WindowSeconds}
 	if m.policyValue, err = header.FormatPolicies(m.policy); err != nil {
 		return nil, exitcode.Usagef("policy name %q: %v", cfg.PolicyName, err)
@@ -334,6 +344,11 @@ func (m *Middleware) Counts() Counts {
 func (m *Middleware) Identify(r *http.Request) Identity {
 	if k := r.Header.Get(m.cfg.IdentityHeader); k != "" {
 		return APIKey(k)
+	}
+	if m.cfg.Break == BreakTrustXFF {
+		if a, ok := xffClient(r); ok {
+			return Identity{Kind: KindIP, Value: a}
+		}
 	}
 	if a, ok := ClientIP(r, m.cfg.TrustProxy); ok {
 		return IP(a)
@@ -384,7 +399,11 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		if retryMs < 0 { // the cost can never pass; NewLimiter rules it out
 			retryMs = m.policy.Window * 1000
 		}
-		refuse(w, http.StatusTooManyRequests, "rate_limited", retryMs)
+		status := http.StatusTooManyRequests
+		if m.cfg.Break == BreakStatus503 {
+			status = http.StatusServiceUnavailable
+		}
+		refuseAs(w, status, "rate_limited", retryMs, m.cfg.Break)
 	})
 }
 
@@ -416,6 +435,9 @@ func (m *Middleware) decide(ctx context.Context, key string) (limiter.Decision, 
 // limitValue is the RateLimit field of a decision: remaining quota and the
 // seconds (rounded up) until the full quota is back.
 func (m *Middleware) limitValue(d limiter.Decision) string {
+	if m.cfg.Break == BreakConstantReset {
+		d.ResetMs = m.policy.Window * 1000
+	}
 	return limitField(m.policy.Name, d)
 }
 
@@ -442,9 +464,25 @@ type refusal struct {
 }
 
 func refuse(w http.ResponseWriter, status int, code string, retryMs int64) {
+	refuseAs(w, status, code, retryMs, "")
+}
+
+// refuseAs refuses as a server broken with b does (no break: correctly).
+func refuseAs(w http.ResponseWriter, status int, code string, retryMs int64, b Break) {
 	h := w.Header()
-	h.Set(header.NameRetryAfter, header.FormatRetryAfterMs(retryMs))
-	h.Set("Cache-Control", "no-store")
+	switch b {
+	case BreakRetryAfterZero:
+		h.Set(header.NameRetryAfter, "0")
+	case BreakNoRetryAfter:
+	default:
+		h.Set(header.NameRetryAfter, header.FormatRetryAfterMs(retryMs))
+	}
+	if b == BreakCacheable429 {
+		h.Set("Cache-Control", "public, max-age=60")
+		h.Set("ETag", `"rate-limited"`)
+	} else {
+		h.Set("Cache-Control", "no-store")
+	}
 	h.Set("Content-Type", "application/json")
 	body, _ := json.Marshal(refusal{Error: code, RetryAfterMs: retryMs})
 	w.WriteHeader(status)
