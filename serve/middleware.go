@@ -435,8 +435,13 @@ func (m *Middleware) decide(ctx context.Context, key string) (limiter.Decision, 
 // limitValue is the RateLimit field of a decision: remaining quota and the
 // seconds (rounded up) until the full quota is back.
 func (m *Middleware) limitValue(d limiter.Decision) string {
-	if m.cfg.Break == BreakConstantReset {
+	switch m.cfg.Break {
+	case BreakConstantReset:
 		d.ResetMs = m.policy.Window * 1000
+	case BreakOverAdmit:
+		// the real bucket is twice the advertised one: scale what the
+		// headers say to the advertised policy, so they look consistent
+		d.Remaining /= 2
 	}
 	return limitField(m.policy.Name, d)
 }

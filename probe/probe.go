@@ -1,0 +1,356 @@
+// Package probe audits one HTTP endpoint's rate limiter against what goes
+// wrong in production: the wrong status when limiting, a missing, zero or
+// dishonest Retry-After, a cacheable 429, RateLimit headers that do not
+// parse or lie about the reset or the policy, identities that share quota,
+// and client-IP headers that hand out fresh quota to anyone who rotates
+// them. It sends a bounded number of requests (Options.Budget) within the
+// policy's window plus a few seconds, and returns one Check per audit with
+// its evidence and the fix. It knows nothing of cobra or of rendering.
+//
+// # Identities
+//
+// Each phase uses its own fresh identity, probe-<run>-<letter>, in the
+// identity header (X-API-Key by default), so phases do not disturb one
+// another: A measures the burst and the refill, E the Retry-After, B the
+// isolation, C and D the reset time; requests without an identity (keyed by
+// the probe's own address) test client-IP spoofing. The target's limiter
+// keeps its buckets; they expire by its own rules.
+package probe
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/secret"
+)
+
+// Kind and Version identify a probe result document.
+const (
+	Kind    = "probe"
+	Version = 1
+)
+
+// The checks, by id (--skip ID, --warn-only ID).
+const (
+	CheckLimitedStatus    = "limited-status"
+	CheckRetryAfter       = "retry-after"
+	CheckRetryAfterHonest = "retry-after-honest"
+	CheckHeaders          = "ratelimit-headers"
+	CheckReset            = "reset"
+	CheckPolicy           = "policy"
+	CheckCacheable        = "cacheable-429"
+	CheckIsolation        = "identity-isolation"
+	CheckSpoofing         = "ip-spoofing"
+	CheckHeadersOnSuccess = "headers-on-success"
+)
+
+// CheckIDs lists every check in report order.
+func CheckIDs() []string {
+	return []string{CheckLimitedStatus, CheckRetryAfter, CheckRetryAfterHonest, CheckHeaders, CheckReset,
+		CheckPolicy, CheckCacheable, CheckIsolation, CheckSpoofing, CheckHeadersOnSuccess}
+}
+
+// Statuses of a check.
+const (
+	Pass = "pass"
+	Fail = "fail"
+	Warn = "warn"
+	Skip = "skip"
+)
+
+// Defaults.
+const (
+	DefaultIdentityHeader = "X-API-Key"
+	DefaultTimeout        = 5 * time.Second
+	// DefaultMaxWait bounds the waits for a window to pass (the refill and
+	// reset checks): a policy with a longer window skips those checks
+	// rather than keep the probe running for it.
+	DefaultMaxWait = 70 * time.Second
+	// unknownQuotaCap bounds one exhaustion when the quota is unknown.
+	unknownQuotaCap = 200
+)
+
+// DefaultBudget is the request budget for a quota q (0: unknown): enough
+// to exhaust it six times (the burst, the refill, the Retry-After, the
+// client-IP and two reset phases), plus polling and spoofing attempts.
+func DefaultBudget(q int64) int {
+	if q <= 0 {
+		return 6*unknownQuotaCap + 100
+	}
+	return int(min(7*q+100, 1_000_000))
+}
+
+// Options configure a probe.
+type Options struct {
+	URL    string
+	Method string      // GET when empty
+	Header http.Header // sent with every request (-H)
+	// IdentityHeader carries the probe's identities.
+	IdentityHeader string
+	// Budget bounds the requests sent; 0 means DefaultBudget of the quota
+	// learnt from the first response (or Quota).
+	Budget int
+	// Quota and Window override the advertised policy (--expect); 0 means
+	// read RateLimit-Policy (or the legacy X-RateLimit-Limit, without a
+	// window).
+	Quota  int64
+	Window time.Duration
+	// Skip lists checks not to run; WarnOnly lists checks whose failure is
+	// a warning.
+	Skip, WarnOnly []string
+	Timeout        time.Duration // each request; DefaultTimeout when 0
+	MaxWait        time.Duration // DefaultMaxWait when 0
+	RunID          string        // names the identities; required
+	// Client sends the requests; nil means one keep-alive connection at a
+	// time (so spoofing attempts come over the same connection).
+	Client *http.Client
+	// Progress, when set, gets one short line per phase.
+	Progress io.Writer
+}
+
+// Result is the probe document (kind "probe").
+type Result struct {
+	Kind    string `json:"kind"`
+	Version int    `json:"version"`
+	Target  string `json:"target"` // the URL, userinfo masked
+	Method  string `json:"method"`
+	// StartedAt is when the first request was sent (RFC 3339).
+	StartedAt string  `json:"started_at"`
+	ElapsedMs float64 `json:"elapsed_ms"`
+	// Peer is the probe's address as the target sees it (the local end of
+	// the connection): spoofing findings hold for clients reaching the
+	// target this way.
+	Peer   string `json:"peer,omitempty"`
+	Policy Policy `json:"policy"`
+	// Requests were sent of Budget.
+	Requests int     `json:"requests"`
+	Budget   int     `json:"budget"`
+	Checks   []Check `json:"checks"`
+	Verdict  string  `json:"verdict"` // pass (no check failed) or fail
+}
+
+// Policy is what the probe judged against.
+type Policy struct {
+	Quota    int64   `json:"quota"`     // 0: unknown
+	WindowMs float64 `json:"window_ms"` // 0: unknown
+	// Source is "RateLimit-Policy", "--expect", "X-RateLimit-Limit" or "".
+	Source string `json:"source"`
+}
+
+// Check is one audit's outcome.
+type Check struct {
+	ID       string   `json:"id"`
+	Status   string   `json:"status"` // pass, fail, warn or skip
+	Pass     bool     `json:"pass"`   // false only for fail
+	Message  string   `json:"message"`
+	Evidence []string `json:"evidence,omitempty"`
+	Fix      string   `json:"fix,omitempty"`
+}
+
+// Pass reports whether no check failed.
+func (r Result) Pass() bool { return r.Verdict == Pass }
+
+// Validate checks o before anything is sent: every error is exit 2.
+func (o Options) Validate() error {
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return exitcode.Usagef("probe URL %q: want http://host[:port]/path or https://...", secret.URL(o.URL))
+	}
+	for _, id := range append(slices.Clone(o.Skip), o.WarnOnly...) {
+		if !slices.Contains(CheckIDs(), id) {
+			return exitcode.Usagef("unknown check %q; the checks are %s", id, strings.Join(CheckIDs(), ", "))
+		}
+	}
+	if o.Budget < 0 {
+		return exitcode.Usagef("--budget %d must be positive", o.Budget)
+	}
+	if o.Quota < 0 || o.Window < 0 {
+		return exitcode.Usagef("the expected quota and window must be positive")
+	}
+	if !validToken(o.identityHeader()) {
+		return exitcode.Usagef("--identity-header %q is not a valid header name", o.IdentityHeader)
+	}
+	if o.RunID == "" {
+		return errors.New("probe: Options.RunID is empty")
+	}
+	return nil
+}
+
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (o Options) identityHeader() string {
+	if o.IdentityHeader == "" {
+		return DefaultIdentityHeader
+	}
+	return http.CanonicalHeaderKey(o.IdentityHeader)
+}
+
+// obs is one request and what came back.
+type obs struct {
+	Identity string // "" when sent without one
+	Spoof    string // "Header: value" of a spoofing attempt
+	Sent     time.Time
+	Done     time.Time
+	Status   int // 0 on a transport error
+	Header   http.Header
+	Err      error
+}
+
+func (o obs) admitted() bool { return o.Status >= 200 && o.Status < 400 }
+func (o obs) refused() bool  { return o.Status >= 400 }
+
+// errBudget stops a phase when the request budget is spent.
+var errBudget = errors.New("request budget spent")
+
+// prober sends the requests of one run.
+type prober struct {
+	o      Options
+	client *http.Client
+	sent   int
+	budget int
+	mu     sync.Mutex
+	peer   string
+}
+
+// send sends one request as identity (none when ""), with extra headers.
+func (p *prober) send(ctx context.Context, identity string, extra ...string) (obs, error) {
+	if p.sent >= p.budget {
+		return obs{}, errBudget
+	}
+	p.sent++
+	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
+	defer cancel()
+	method := p.o.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.o.URL, nil)
+	if err != nil {
+		return obs{}, exitcode.Usagef("probe URL: %v", err)
+	}
+	for k, vs := range p.o.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	ob := obs{Identity: identity}
+	if identity != "" {
+		req.Header.Set(p.o.identityHeader(), identity)
+	} else {
+		req.Header.Del(p.o.identityHeader())
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		req.Header.Set(extra[i], extra[i+1])
+		ob.Spoof = extra[i] + ": " + extra[i+1]
+	}
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if info.Conn != nil {
+			p.mu.Lock()
+			p.peer = info.Conn.LocalAddr().String()
+			p.mu.Unlock()
+		}
+	}}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	ob.Sent = time.Now()
+	resp, err := p.client.Do(req)
+	if err != nil {
+		ob.Done, ob.Err = time.Now(), err
+		return ob, nil
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	ob.Done, ob.Status, ob.Header = time.Now(), resp.StatusCode, resp.Header
+	return ob, nil
+}
+
+// exhaust sends as identity until the first refusal, or max requests.
+func (p *prober) exhaust(ctx context.Context, identity string, max int, extra ...string) ([]obs, error) {
+	var out []obs
+	for range max {
+		ob, err := p.send(ctx, identity, extra...)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ob)
+		if ob.Err != nil || ob.refused() {
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// burst sends n requests as identity back to back and counts admissions.
+func (p *prober) burst(ctx context.Context, identity string, n int) ([]obs, int, error) {
+	var out []obs
+	admitted := 0
+	for range n {
+		ob, err := p.send(ctx, identity)
+		if err != nil {
+			return out, admitted, err
+		}
+		out = append(out, ob)
+		if ob.admitted() {
+			admitted++
+		}
+	}
+	return out, admitted, nil
+}
+
+func newClient(timeout time.Duration) *http.Client {
+	tr := &http.Transport{
+		Proxy:               nil, // the probe judges the target as it reaches it, not through a proxy
+		DialContext:         (&net.Dialer{Timeout: timeout}).DialContext,
+		MaxIdleConns:        1,
+		MaxIdleConnsPerHost: 1,
+		MaxConnsPerHost:     1,
+		IdleConnTimeout:     30 * time.Second,
+		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+	}
+	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
+
+func (p *prober) progress(format string, args ...any) {
+	if p.o.Progress != nil {
+		fmt.Fprintf(p.o.Progress, "probe: "+format+"\n", args...)
+	}
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
