@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/load.sh: the highest constant arrival rate at which `ratelimit load`
-# runs clean against a trivial loopback target, next to vegeta's on the same
-# target in the same run.
+# runs clean against a trivial loopback target, with each of its HTTP
+# clients (--http-client lean and std), next to vegeta's on the same target
+# in the same run.
 #
 # Clean means: every planned request completed with 200, nothing dropped,
 # and p99 latency under 50 ms. For ratelimit load that is the latency from
@@ -9,7 +10,7 @@
 # from the send, which flatters it. Vegeta has no notion of dropped
 # iterations: a vegeta run is clean when it made rate x duration requests.
 #
-# Usage: bench/load.sh            (about 10-15 minutes)
+# Usage: bench/load.sh            (about 15-25 minutes)
 #   DURATION=5s RATES="1000 2000 4000 ..." TRIES=2 REFINE=3 bench/load.sh
 #   PIN=1 bench/load.sh  pins the target to CPU 0 and the load tool to CPU 1
 #                        (taskset), so each tool has one core of its own
@@ -180,8 +181,9 @@ run_one() {
 	start_target
 	sleep 1
 	case $tool in
-	ours)
+	lean | std)
 		"${pin_tool[@]}" "$tmp/bin/ratelimit" load --target "$url" --rate "$rate/s" --duration "$DURATION" \
+			--http-client "$tool" \
 			--identities 0 --pre-allocated-vus 50 --max-vus 1000 --timeout 10s --max-failed 100% \
 			-o json >"$tmp/ours.json" 2>"$tmp/ours.err" || true
 		"$tmp/bin/judge" ours "$tmp/ours.json" "$planned" "$P99_MS"
@@ -200,7 +202,7 @@ try() {
 	local line
 	for _ in $(seq "$TRIES"); do
 		line=$(run_one "$1" "$2")
-		printf '  %-6s %6d/s  %s\n' "$1" "$2" "$line" >&2
+		printf '  %-7s %6d/s  %s\n' "$1" "$2" "$line" >&2
 		[[ $line == clean* ]] && return 0
 	done
 	return 1
@@ -222,20 +224,29 @@ highest() {
 	echo "$best"
 }
 
-echo "bench: ratelimit load" >&2
-ours=$(highest ours)
+# ratio A B: A/B to two places, or a word when B never ran clean.
+ratio() {
+	if (($2 > 0)); then awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f x", a / b }'; else echo "n/a (never clean)"; fi
+}
+
+echo "bench: ratelimit load --http-client lean" >&2
+lean=$(highest lean)
+echo "bench: ratelimit load --http-client std" >&2
+std=$(highest std)
 echo "bench: vegeta" >&2
 veg=$(highest vegeta)
 # A second pass of ours after vegeta, so neither tool always runs on a cooler machine.
-echo "bench: ratelimit load (second pass)" >&2
-ours2=$(highest ours)
-ours=$((ours2 > ours ? ours2 : ours))
+echo "bench: ratelimit load --http-client std (second pass)" >&2
+std2=$(highest std)
+std=$((std2 > std ? std2 : std))
+echo "bench: ratelimit load --http-client lean (second pass)" >&2
+lean2=$(highest lean)
+lean=$((lean2 > lean ? lean2 : lean))
 
 echo
-echo "highest clean rate, ratelimit load (p99 from due < ${P99_MS} ms): $ours/s"
-echo "highest clean rate, vegeta         (p99 from send < ${P99_MS} ms): $veg/s"
-if ((veg > 0)); then
-	awk -v a="$ours" -v b="$veg" 'BEGIN { printf "ratio: %.2f x (goal >= 1.5 x)\n", a / b }'
-else
-	echo "ratio: vegeta never ran clean"
-fi
+echo "highest clean rate, ratelimit load --http-client lean (p99 from due < ${P99_MS} ms): $lean/s"
+echo "highest clean rate, ratelimit load --http-client std  (p99 from due < ${P99_MS} ms): $std/s"
+echo "highest clean rate, vegeta                            (p99 from send < ${P99_MS} ms): $veg/s"
+echo "ratio lean/std:    $(ratio "$lean" "$std")"
+echo "ratio lean/vegeta: $(ratio "$lean" "$veg") (goal >= 1.5 x)"
+echo "ratio std/vegeta:  $(ratio "$std" "$veg")"

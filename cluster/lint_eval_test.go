@@ -12,7 +12,7 @@ import (
 func TestLintProjectScripts(t *testing.T) {
 	entries, err := os.ReadDir("../limiter")
 	if err != nil {
-		t.Fatalf("read eval scripts: %v", err)
+		t.Fatalf("read limiter scripts: %v", err)
 	}
 	n := 0
 	for _, e := range entries {
@@ -20,7 +20,7 @@ func TestLintProjectScripts(t *testing.T) {
 			continue
 		}
 		n++
-		path := filepath.Join("..", "eval", e.Name())
+		path := filepath.Join("..", "limiter", e.Name())
 		t.Run(e.Name(), func(t *testing.T) {
 			src, err := os.ReadFile(path)
 			if err != nil {

@@ -90,7 +90,7 @@ return get(KEYS[1])`, []wantFinding{{1, "k", "function parameter"}}},
 		{"escaped quote in key", `redis.call('GET', 'a\'b')`, []wantFinding{{1, `'a\'b'`, "string literal"}}},
 		{"unterminated string", `redis.call('GET', 'abc)
 `, []wantFinding{{1, "", "cannot read the script"}}},
-		{"unterminated call", `redis.call('GET', KEYS[1]`, []wantFinding{{1, "", "no closing parenthesis"}}},
+		{"unterminated call", `redis.call('GET', KEYS[1]`, []wantFinding{{1, "", "ends before the ( at line 1, column 11 is closed"}}},
 		{"valkey server.call", `return server.call('GET', ARGV[1])`,
 			[]wantFinding{{1, "ARGV[1]", "ARGV value"}}},
 		{"field named redis is not redis", `local t = {} t.redis.call('GET', 'x')`, nil},
@@ -192,12 +192,37 @@ func FuzzLint(f *testing.F) {
 	f.Add(`for _, k in ipairs(KEYS) do redis.call('DEL', k) end`)
 	f.Add("local k = KEYS[1] .. ':total'\nredis . call ( 'INCR', k)")
 	f.Add("local x = ARGV[1] x = KEYS[1] while x do repeat redis.call('GET', x) x = {x = 1} until f(function() end) end")
+	f.Add("local c = redis.call if ARGV[1] then c('GET', 'x') elseif y then redis.pcall('DEL', KEYS[2]) end")
+	f.Add("#!lua flags=no-writes\r\nlocal r = redis do local r = print r.call('GET', 'a') end goto x")
 	f.Fuzz(func(t *testing.T, src string) {
 		rep := Lint("f.lua", []byte(src))
 		for _, fd := range rep.Findings {
 			if fd.Line < 0 || fd.Line > strings.Count(src, "\n")+1 {
 				t.Fatalf("finding line %d outside the script: %+v", fd.Line, fd)
 			}
+			if strings.Contains(fd.Reason, "the lint failed") {
+				t.Fatalf("Lint panicked: %+v", fd)
+			}
+			checkColumn(t, src, fd.Line, fd.Column, fd.Expr)
+		}
+		for _, n := range rep.Notes {
+			checkColumn(t, src, n.Line, n.Column, "")
 		}
 	})
+}
+
+// checkColumn fails unless line and column (0: unknown) are inside src and,
+// when expr is given, the source there starts with expr's first byte.
+func checkColumn(t *testing.T, src string, line, col int, expr string) {
+	t.Helper()
+	if col == 0 {
+		return
+	}
+	lines := strings.Split(src, "\n")
+	if col < 0 || line < 1 || line > len(lines) || col > len(lines[line-1]) {
+		t.Fatalf("position %d:%d outside the script", line, col)
+	}
+	if expr != "" && lines[line-1][col-1] != expr[0] {
+		t.Fatalf("at %d:%d the script has %q, want the start of %q", line, col, lines[line-1][col-1:], expr)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
@@ -19,7 +21,7 @@ import (
 // Kind and Version identify the keyslot result document.
 const (
 	Kind    = "keyslot"
-	Version = 1
+	Version = 2
 )
 
 // Script is one Lua file to lint.
@@ -72,9 +74,7 @@ type Verify struct {
 
 // Result is the keyslot document.
 type Result struct {
-	Kind    string            `json:"kind"`
-	Version int               `json:"version"`
-	Server  *redisconn.Server `json:"server"`
+	doc.Header
 	// Notice says why node placement is missing (not a cluster).
 	Notice   string         `json:"notice,omitempty"`
 	Topology *Topology      `json:"topology,omitempty"`
@@ -85,21 +85,97 @@ type Result struct {
 	Verify   *Verify        `json:"verify,omitempty"`
 	Spread   *Spread        `json:"spread,omitempty"`
 	Split    *Split         `json:"split,omitempty"`
-	Verdict  string         `json:"verdict"`
-	Reasons  []string       `json:"reasons"`
+	// Checks holds one check per group (CROSSSLOT), per linted script and
+	// for --verify, in that order (see Checks).
+	Checks  []doc.Check `json:"checks"`
+	Verdict string      `json:"verdict"`
 }
 
-// Pass reports whether the verdict is "pass".
-func (r Result) Pass() bool { return r.Verdict == "pass" }
+// CheckList is Checks, or the checks derived from the groups, scripts and
+// verify when the Result has none.
+func (r Result) CheckList() []doc.Check {
+	if r.Checks != nil {
+		return r.Checks
+	}
+	return Checks(r)
+}
+
+// Pass reports whether every check passed.
+func (r Result) Pass() bool { return doc.Pass(r.CheckList()) }
+
+// Checks returns the checks of a result: each group shares a slot, each
+// script takes its keys from KEYS, and CLUSTER KEYSLOT agrees with the
+// offline slots (only when --verify ran).
+func Checks(r Result) []doc.Check {
+	out := []doc.Check{}
+	for i, g := range r.Groups {
+		c := doc.Check{ID: fmt.Sprintf("crossslot:%d", i+1), Pass: !g.Crossslot}
+		switch {
+		case g.Crossslot:
+			c.Message = fmt.Sprintf("CROSSSLOT: keys used together span %d slots %v", len(g.Slots), g.Slots)
+		case len(g.Slots) == 1:
+			c.Message = fmt.Sprintf("all keys in slot %d", g.Slots[0])
+		default:
+			c.Message = "no keys"
+		}
+		out = append(out, c)
+	}
+	for _, s := range r.Scripts {
+		c := doc.Check{ID: "lint:" + s.File, Pass: len(s.Findings) == 0}
+		if c.Pass {
+			c.Message = count(s.Calls, "redis call", "redis calls") + ", every key from KEYS"
+		} else {
+			c.Message = fmt.Sprintf("%s not from KEYS (first at line %d)", count(len(s.Findings), "key argument", "key arguments"), s.Findings[0].Line)
+		}
+		out = append(out, c)
+	}
+	if v := r.Verify; v != nil {
+		c := doc.Check{ID: "verify", Pass: v.Mismatches == 0, Message: fmt.Sprintf("CLUSTER KEYSLOT agrees for %d keys", v.Checked)}
+		if !c.Pass {
+			c.Message = fmt.Sprintf("%d of %d keys differ", v.Mismatches, v.Checked)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Reasons sums up why a result failed, one line per part that failed
+// (verify, groups, scripts); empty on pass.
+func (r Result) Reasons() []string {
+	out := []string{}
+	if v := r.Verify; v != nil && v.Mismatches > 0 {
+		out = append(out, fmt.Sprintf("%d of %d keys: CLUSTER KEYSLOT differs from the offline slot", v.Mismatches, v.Checked))
+	}
+	cross := 0
+	for _, g := range r.Groups {
+		if g.Crossslot {
+			cross++
+		}
+	}
+	if cross > 0 {
+		out = append(out, fmt.Sprintf("%d of %d groups span slots (CROSSSLOT)", cross, len(r.Groups)))
+	}
+	if n := len(r.Findings); n > 0 {
+		out = append(out, fmt.Sprintf("%d key arguments in %d scripts do not come from KEYS", n, len(r.Scripts)))
+	}
+	return out
+}
+
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
 
 // Run computes everything opts asks for. Offline parts need no client;
 // with a client to a cluster it adds nodes, and verifies when asked. A
 // client to a server that is not a cluster gives a Notice, or
 // ErrNotCluster with Verify.
 func Run(ctx context.Context, opts Options) (Result, error) {
-	res := Result{Kind: Kind, Version: Version, Server: opts.Server,
+	res := Result{Header: doc.Header{Kind: Kind, Version: Version, Server: opts.Server},
 		Keys: make([]Key, len(opts.Keys)), Groups: []Group{}, Scripts: []ScriptReport{},
-		Findings: []Finding{}, Reasons: []string{}}
+		Findings: []Finding{}}
 	var top *Topology
 	if opts.Client != nil {
 		var t *Topology
@@ -153,10 +229,6 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 				res.Verify.Mismatches++
 			}
 		}
-		if res.Verify.Mismatches > 0 {
-			res.Reasons = append(res.Reasons, fmt.Sprintf("%d of %d keys: CLUSTER KEYSLOT differs from the offline slot",
-				res.Verify.Mismatches, res.Verify.Checked))
-		}
 	}
 	if opts.SameSlot {
 		res.Groups = append(res.Groups, CheckGroup(opts.Keys))
@@ -166,22 +238,10 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		c.File, c.Line = g.File, g.Line
 		res.Groups = append(res.Groups, c)
 	}
-	cross := 0
-	for _, g := range res.Groups {
-		if g.Crossslot {
-			cross++
-		}
-	}
-	if cross > 0 {
-		res.Reasons = append(res.Reasons, fmt.Sprintf("%d of %d groups span slots (CROSSSLOT)", cross, len(res.Groups)))
-	}
 	for _, s := range opts.Scripts {
 		rep := Lint(s.File, s.Src)
 		res.Scripts = append(res.Scripts, rep)
 		res.Findings = append(res.Findings, rep.Findings...)
-	}
-	if n := len(res.Findings); n > 0 {
-		res.Reasons = append(res.Reasons, fmt.Sprintf("%d key arguments in %d scripts do not come from KEYS", n, len(res.Scripts)))
 	}
 	if opts.Template != nil {
 		sp, err := SpreadOfContext(ctx, *opts.Template, opts.From, opts.To, top)
@@ -198,10 +258,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		sp.SetRate(opts.Rate)
 		res.Split = &sp
 	}
-	res.Verdict = "pass"
-	if len(res.Reasons) > 0 {
-		res.Verdict = "fail"
-	}
+	res.Checks = Checks(res)
+	res.Verdict = doc.Verdict(res.Checks)
 	return res, nil
 }
 
@@ -304,4 +362,14 @@ func ReadGroups(r io.Reader, file string) ([]Group, error) {
 		return nil, scanError(err, file, line+1)
 	}
 	return groups, nil
+}
+
+// MarshalJSON writes the document with its checks (derived when the
+// Result has none) and the verdict they make.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	p := plain(r)
+	p.Checks = r.CheckList()
+	p.Verdict = doc.Verdict(p.Checks)
+	return json.Marshal(p)
 }

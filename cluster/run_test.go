@@ -140,7 +140,7 @@ func TestRunOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Kind != "keyslot" || res.Version != 1 || res.Verdict != "fail" || res.Server != nil || res.Topology != nil {
+	if res.Kind != "keyslot" || res.Version != 2 || res.Verdict != "fail" || res.Server != nil || res.Topology != nil {
 		t.Errorf("Run: kind %s version %d verdict %s server %v", res.Kind, res.Version, res.Verdict, res.Server)
 	}
 	if len(res.Groups) != 2 || !res.Groups[0].Crossslot || res.Groups[1].Crossslot || res.Groups[1].Line != 3 {
@@ -152,8 +152,8 @@ func TestRunOffline(t *testing.T) {
 	if res.Keys[2].KeyBase64 != "/3thfQ==" || res.Keys[2].Tag != "a" || res.Keys[0].KeyBase64 != "" {
 		t.Errorf("binary key = %+v", res.Keys[2])
 	}
-	if len(res.Reasons) != 2 {
-		t.Errorf("reasons = %q, want CROSSSLOT and lint", res.Reasons)
+	if len(res.Reasons()) != 2 {
+		t.Errorf("reasons = %q, want CROSSSLOT and lint", res.Reasons())
 	}
 	if _, err := Run(t.Context(), Options{Keys: []string{"a"}, Verify: true}); !errors.Is(err, ErrNotCluster) {
 		t.Errorf("Verify without a client: %v, want ErrNotCluster", err)

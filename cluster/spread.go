@@ -110,7 +110,7 @@ type Spread struct {
 	Template         string    `json:"template"`
 	From             uint64    `json:"from"`
 	To               uint64    `json:"to"`
-	Keys             int64     `json:"keys"`
+	Keys             int64     `json:"key_count"` // keys in the range
 	SlotsUsed        int       `json:"slots_used"`
 	BusiestSlot      int       `json:"busiest_slot"`
 	BusiestSlotKeys  int64     `json:"busiest_slot_keys"`
@@ -125,8 +125,8 @@ type Spread struct {
 // Primary is the load one primary gets.
 type Primary struct {
 	Node  string  `json:"node"`
-	Keys  int64   `json:"keys"`
-	Slots int     `json:"slots"`
+	Keys  int64   `json:"key_count"`
+	Slots int     `json:"slot_count"` // slots it serves
 	Share float64 `json:"share"`
 }
 

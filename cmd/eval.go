@@ -14,7 +14,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
-	"github.com/ratelimit-dev/ratelimit/report"
 )
 
 type evalOptions struct {
@@ -40,6 +39,7 @@ type evalOptions struct {
 	Simulate     bool
 	Arrivals     rate.Rate
 	For          time.Duration
+	Out          string
 
 	// Changed holds the names of the flags given on the command line.
 	Changed map[string]bool
@@ -90,8 +90,9 @@ covers at most 24h of virtual time and 1,000,000 arrivals.
 
 The embedded scripts are listed, printed and exported by 'ratelimit scripts'.
 
-Output (-o): text, json (save it for 'ratelimit report'), or markdown
-(GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY").`,
+Output (-o): text, json (save it for 'ratelimit report', or --out FILE
+whatever -o is; kinds "eval" and "simulate", version 2, see docs/json.md),
+or markdown (GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY").`,
 		Example: `  # 7 quick calls against a bucket of 5 refilled at 1 token/s
   ratelimit eval rl:{user42}:tb --algo token-bucket --capacity 5 --rate 1/s -n 7
 
@@ -143,6 +144,7 @@ Output (-o): text, json (save it for 'ratelimit report'), or markdown
 	fl.BoolVar(&opts.Simulate, "simulate", false, "predict admissions for --arrivals over --duration in virtual time (no KEY)")
 	fl.Var(&opts.Arrivals, "arrivals", "with --simulate: constant arrival rate, e.g. 20/s")
 	fl.DurationVar(&opts.For, "duration", 0, "with --simulate: virtual duration, e.g. 30s (--for is an alias)")
+	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report'); checked before anything runs")
 	aliasFlag(fl, "for", "duration")
 	return c
 }
@@ -213,8 +215,7 @@ func (opts *evalOptions) params(algo limiter.Algo) limiter.Params {
 
 func runEval(opts *evalOptions) error {
 	f := opts.f
-	format, err := f.Format()
-	if err != nil {
+	if _, err := f.Format(); err != nil {
 		return err
 	}
 	algo, err := opts.check()
@@ -262,6 +263,11 @@ func runEval(opts *evalOptions) error {
 			return err
 		}
 	}
+	em, err := f.newEmitter(opts.Out)
+	if err != nil {
+		return err
+	}
+	defer em.close()
 	conn, err := f.Redis(opts.ctx)
 	if err != nil {
 		return err
@@ -273,7 +279,7 @@ func runEval(opts *evalOptions) error {
 		if err != nil {
 			return fmt.Errorf("eval --simulate: %w", err)
 		}
-		return report.Render(f.IO.Out, format, res, f.ReportOptions())
+		return em.emit(&res)
 	}
 	eo.Server = conn.Server
 	// Only the embedded server is this process's own: a sandbox or any
@@ -284,7 +290,7 @@ func runEval(opts *evalOptions) error {
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	if err := report.Render(f.IO.Out, format, res, f.ReportOptions()); err != nil {
+	if err := em.emit(&res); err != nil {
 		return err
 	}
 	if !res.Pass() {

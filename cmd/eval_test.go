@@ -192,7 +192,7 @@ func TestEvalCommandOnAllTargets(t *testing.T) {
 			if res.Kind != "eval" || res.Summary.Allowed != 5 || res.Summary.Refused != 2 || *res.Summary.RetryMs <= 800 || *res.Summary.RetryMs > 1000 {
 				t.Errorf("result kind %q summary %+v", res.Kind, res.Summary)
 			}
-			if !strings.Contains(tf.Out.String(), `"retry_ms"`) || !strings.Contains(tf.Out.String(), `"latency_us"`) {
+			if !strings.Contains(tf.Out.String(), `"retry_ms"`) || !strings.Contains(tf.Out.String(), `"latency_ms"`) {
 				t.Errorf("json lacks snake_case fields:\n%s", tf.Out.String())
 			}
 
@@ -580,8 +580,8 @@ func TestDurationFlagAlias(t *testing.T) {
 		if code := tf.execute(t, args...); code != exitcode.OK {
 			t.Fatalf("ratelimit %q = %d (stderr %q)", args, code, tf.ErrOut.String())
 		}
-		if !strings.Contains(tf.Out.String(), `"for_ms": 2000`) {
-			t.Errorf("ratelimit %q: want for_ms 2000 in %s", args, tf.Out.String())
+		if !strings.Contains(tf.Out.String(), `"duration_ms": 2000`) {
+			t.Errorf("ratelimit %q: want duration_ms 2000 in %s", args, tf.Out.String())
 		}
 	}
 	for _, cmd := range []string{"eval", "sandbox"} {

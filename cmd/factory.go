@@ -57,6 +57,10 @@ type Factory struct {
 	// DefaultRedisURL, when set, replaces redis://localhost:6379/0 as the
 	// address tried when neither --redis nor REDIS_URL is given.
 	DefaultRedisURL string
+	// Args is the command line after the program name, recorded (secrets
+	// masked) in every document; nil means os.Args. run sets it from the
+	// arguments it is given, so tests record theirs.
+	Args []string
 
 	// formats are the running command's -o formats (commandFormats),
 	// what Format accepts when called without a list.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,9 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/redistest"
+	"github.com/ratelimit-dev/ratelimit/schematest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -43,11 +46,49 @@ func newTestFactory(t *testing.T) *testFactory {
 }
 
 // execute runs the command tree with args and returns the exit code.
+// Every document a command writes (-o json on Out, --out FILE) is
+// validated against its kind's schema in docs/schema.
 func (tf *testFactory) execute(t *testing.T, args ...string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return run(ctx, tf.Factory, args)
+	start := tf.Out.Len()
+	code := run(ctx, tf.Factory, args)
+	if code == exitcode.OK || code == exitcode.Failed || code == exitcode.Interrupted {
+		validateDocuments(t, args, tf.Out.Bytes()[start:])
+	}
+	return code
+}
+
+// documentCommands are the commands whose -o json is a result document.
+var documentCommands = map[string]bool{"eval": true, "race": true, "load": true, "keyslot": true, "scripts": true, "report": true, "probe": true}
+
+// validateDocuments checks the documents of one command run: its -o json
+// output and its --out file.
+func validateDocuments(t *testing.T, args []string, out []byte) {
+	t.Helper()
+	if len(args) == 0 || !documentCommands[args[0]] {
+		return
+	}
+	jsonOut := false
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		switch {
+		case (a == "-o" || a == "--output") && i+1 < len(args):
+			jsonOut = args[i+1] == "json"
+		case a == "-ojson" || a == "--output=json" || a == "-o=json":
+			jsonOut = true
+		case a == "--out" && i+1 < len(args) && args[0] != "report":
+			if data, err := os.ReadFile(args[i+1]); err == nil && len(data) > 0 {
+				schematest.Validate(t, "--out "+args[i+1], data)
+			}
+		}
+	}
+	if jsonOut && len(bytes.TrimSpace(out)) > 0 {
+		schematest.Validate(t, strings.Join(args, " ")+" -o json", out)
+	}
 }
 
 // TestProgressWriterFallbackSize: a terminal that reports no size (0x0,

@@ -15,7 +15,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
-	"github.com/ratelimit-dev/ratelimit/report"
 	"github.com/ratelimit-dev/ratelimit/userfile"
 )
 
@@ -37,6 +36,7 @@ type keyslotOptions struct {
 	IntoSet  bool
 	Rate     rate.Rate
 	RateSet  bool
+	Out      string
 }
 
 func newKeyslotCmd(f *Factory, run func(*keyslotOptions) error) *cobra.Command {
@@ -89,7 +89,8 @@ Exit 1 on a CROSSSLOT risk, a lint finding or a --verify mismatch; exit 2 on bad
 input (a missing file, a malformed or too large --range, an empty key list);
 exit 3 when the server cannot be reached or its ACL refuses a command.
 
-Output (-o): text, json (save it for 'ratelimit report'), markdown
+Output (-o): text, json (save it for 'ratelimit report', or --out FILE
+whatever -o is; kind "keyslot", version 2, see docs/json.md), markdown
 (GitHub-flavoured tables for "$GITHUB_STEP_SUMMARY"), junit (one testcase per
 group and per linted script) or github (workflow annotations).`,
 		Example: `  # slots of a few keys, offline
@@ -131,6 +132,7 @@ group and per linted script) or github (workflow annotations).`,
 	fl.StringVar(&opts.Split, "split", "", "propose sub-keys spreading this hot KEY over slots (with --into)")
 	fl.IntVar(&opts.Into, "into", 0, "number of sub-keys for --split (2 to 1024)")
 	fl.Var(&opts.Rate, "rate", "total rate of the split key, 1e-09/s to 1e+09/s; each sub-key gets 1/N (with --split)")
+	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report'); checked before anything runs")
 	return c
 }
 
@@ -144,6 +146,11 @@ func runKeyslot(opts *keyslotOptions) error {
 	if err != nil {
 		return err
 	}
+	em, err := f.newEmitter(opts.Out)
+	if err != nil {
+		return err
+	}
+	defer em.close()
 	if f.RedisOptions().URL != "" || opts.Verify {
 		conn, err := f.Redis(opts.ctx)
 		if err != nil {
@@ -167,11 +174,14 @@ func runKeyslot(opts *keyslotOptions) error {
 	if res.Notice != "" && format != "text" {
 		fmt.Fprintln(f.IO.ErrOut, "notice: "+res.Notice)
 	}
-	if err := report.Render(f.IO.Out, format, res, f.ReportOptions()); err != nil {
+	if err := em.emit(&res); err != nil {
+		if exitcode.Code(err) == exitcode.Usage {
+			return err
+		}
 		return fmt.Errorf("write report: %w", err)
 	}
 	if !res.Pass() {
-		return exitcode.Failf("keyslot: %s", strings.Join(res.Reasons, "; "))
+		return exitcode.Failf("keyslot: %s", strings.Join(res.Reasons(), "; "))
 	}
 	return nil
 }

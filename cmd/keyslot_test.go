@@ -53,7 +53,7 @@ func decodeKeyslot(t *testing.T, out string) cluster.Result {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("output is not a keyslot document: %v\n%s", err, out)
 	}
-	if res.Kind != "keyslot" || res.Version != 1 {
+	if res.Kind != "keyslot" || res.Version != 2 {
 		t.Fatalf("document kind %q version %d", res.Kind, res.Version)
 	}
 	return res
@@ -110,7 +110,7 @@ func TestKeyslotOffline(t *testing.T) {
 		{name: "range at int64 max", args: []string{"--template", "a:%d", "--range", "9223372036854775806-9223372036854775807"}, code: 0,
 			out: []string{"2 keys on 2 of 16384 slots"}},
 		{name: "one number at int64 max", args: []string{"--template", "a:%d", "--range", "9223372036854775807", "-o", "json"}, code: 0,
-			out: []string{`"from": 9223372036854775807`, `"keys": 1,`}},
+			out: []string{`"from": 9223372036854775807`, `"key_count": 1,`}},
 		{name: "range too large", args: []string{"--template", "a:%d", "--range", "0-9223372036854775807"}, code: 2,
 			errOut: "more than the limit of 10000000; use a sample of at most 10000000, e.g. 0-9999999"},
 		{name: "range one over the limit", args: []string{"--template", "a:%d", "--range", "1-10000001"}, code: 2, errOut: "limit of 10000000"},

@@ -1,12 +1,8 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -16,7 +12,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/rate"
-	"github.com/ratelimit-dev/ratelimit/report"
 	"github.com/ratelimit-dev/ratelimit/userfile"
 )
 
@@ -37,6 +32,7 @@ type loadOptions struct {
 	PreAllocatedVUs int // 0: default (flag not given)
 	MaxVUs          int // 0: default (flag not given)
 	Timeout         time.Duration
+	HTTPClient      string
 	Out             string
 	Expect          string
 	Thresholds      []string
@@ -86,7 +82,9 @@ Output (-o): text, json (--out FILE saves it for 'ratelimit report'), markdown
 per threshold, header check and verdict). --out is opened before the run
 (a path that cannot be written is exit 2 at once); a file it created is
 removed again if the run fails before the document is written, and an
-existing file is left as it was until then.
+existing file is left as it was until then; a write that fails after the
+run is exit 2 too, once the report is printed. The JSON document (kind
+"load", version 2) is described in docs/json.md.
 
 Ceilings, checked before anything is sent (exit 2): at most 100,000,000
 planned iterations (rate x duration; 20,000,000 with --expect, which keeps
@@ -143,6 +141,7 @@ as Basic auth and masked in every output and error.`,
 	fl.IntVar(&opts.PreAllocatedVUs, "pre-allocated-vus", load.DefaultPreAllocatedVUs, "VUs started before the clock (at most --max-vus)")
 	fl.IntVar(&opts.MaxVUs, "max-vus", load.DefaultMaxVUs, "most VUs, at least --pre-allocated-vus; an iteration due with none idle beyond this is dropped")
 	fl.DurationVar(&opts.Timeout, "timeout", load.DefaultTimeout, "timeout of each request")
+	fl.StringVar(&opts.HTTPClient, "http-client", load.HTTPClientAuto, "HTTP stack: lean (HTTP/1.1, one keep-alive connection per VU, plain http:// only), std (net/http: TLS, HTTP/2, proxies) or auto (lean for plain http:// without a proxy)")
 	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report')")
 	fl.StringArrayVar(&opts.Thresholds, "threshold", nil, "check METRIC OP VALUE at the end, e.g. 'p99<50ms', 'dropped==0', 'failed<1%' (repeatable; see above)")
 	fl.BoolVar(&opts.AbortOnFail, "abort-on-fail", false, "stop the run as soon as a threshold can no longer be met (exit 1)")
@@ -152,8 +151,7 @@ as Basic auth and masked in every output and error.`,
 
 func runLoad(opts *loadOptions) error {
 	f := opts.f
-	format, err := f.Format()
-	if err != nil {
+	if _, err := f.Format(); err != nil {
 		return err
 	}
 	o, err := opts.loadOptions()
@@ -163,17 +161,15 @@ func runLoad(opts *loadOptions) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	var out *outFile
-	if opts.Out != "" {
-		if out, err = openOut(opts.Out); err != nil {
-			return err
-		}
-		defer out.abort()
+	em, err := f.newEmitter(opts.Out)
+	if err != nil {
+		return err
 	}
+	defer em.close()
 	var stop func()
 	if f.IO.ErrTTY {
 		o.Live = &load.Live{}
-		stop = load.Progress(f.IO.ErrOut, o.Live, o.Duration, nil)
+		stop = loadProgress(f, o.Live, o.Duration)
 	}
 	res, err := load.Run(opts.ctx, o)
 	if stop != nil {
@@ -182,13 +178,8 @@ func runLoad(opts *loadOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := report.Render(f.IO.Out, format, res, f.ReportOptions()); err != nil {
+	if err := em.emit(res); err != nil {
 		return err
-	}
-	if out != nil {
-		if err := out.write(res); err != nil {
-			return err
-		}
 	}
 	return loadOutcome(res)
 }
@@ -282,72 +273,10 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 	return load.Options{
 		Target: target, Method: strings.ToUpper(opts.Method), Headers: headers, Body: body,
 		Rate: opts.Rate, Duration: opts.Duration,
-		PreAllocatedVUs: opts.PreAllocatedVUs, MaxVUs: opts.MaxVUs, Timeout: opts.Timeout,
+		PreAllocatedVUs: opts.PreAllocatedVUs, MaxVUs: opts.MaxVUs, Timeout: opts.Timeout, HTTPClient: opts.HTTPClient,
 		Identities: opts.Identities, IdentityHeader: opts.IdentityHeader, RunID: uuid.NewString()[:8],
 		ExpectStatus: statuses, MaxFailed: maxFailed, NoMaxFailed: noMaxFailed, Expect: expect,
 		Thresholds: thresholds, AbortOnFail: opts.AbortOnFail,
 		Now: f.Now,
 	}, nil
-}
-
-// outFile is --out, opened before the run so that a path that cannot be
-// written is refused (exit 2) before a single request is sent.
-type outFile struct {
-	path    string
-	fh      *os.File
-	created bool // by openOut: removed again if no document is written
-}
-
-// openOut opens path for the document without truncating it: an existing
-// file keeps its contents until write. Only a regular file (or a new one)
-// is accepted: a FIFO would block and a directory cannot hold it.
-func openOut(path string) (*outFile, error) {
-	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-		return nil, exitcode.Usagef("--out %s is not a regular file; name a file to write the JSON document to", path)
-	}
-	created := true
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		created = false
-		fh, err = os.OpenFile(path, os.O_WRONLY, 0)
-	}
-	if err != nil {
-		return nil, exitcode.Usagef("--out %s cannot be written: %v; pass a writable path", path, errors.Unwrap(err))
-	}
-	return &outFile{path: path, fh: fh, created: created}, nil
-}
-
-// write replaces the file's contents with the JSON document of doc.
-func (o *outFile) write(doc any) error {
-	fh := o.fh
-	o.fh = nil
-	var buf bytes.Buffer
-	if err := report.JSON(&buf, doc); err != nil {
-		fh.Close()
-		return fmt.Errorf("--out %s: %w", o.path, err)
-	}
-	err := fh.Truncate(0)
-	if err == nil {
-		_, err = fh.WriteAt(buf.Bytes(), 0)
-	}
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return exitcode.Usagef("write --out %s: %v", o.path, err)
-	}
-	return nil
-}
-
-// abort closes the file if no document was written, removing it if openOut
-// created it: a run that failed leaves no empty file behind.
-func (o *outFile) abort() {
-	if o.fh == nil {
-		return
-	}
-	o.fh.Close()
-	o.fh = nil
-	if o.created {
-		_ = os.Remove(o.path)
-	}
 }

@@ -120,7 +120,7 @@ func TestLoadCommandJSONAndOut(t *testing.T) {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, tf.Out.String())
 	}
 	// Two fresh identities at 10/s each: the whole 1 s fits in two bursts of 10.
-	if doc.Kind != "load" || doc.Version != 1 || doc.Sent != 20 || doc.Status["200"] != 20 || doc.Verdict != "pass" {
+	if doc.Kind != "load" || doc.Version != 2 || doc.Sent != 20 || doc.Status["200"] != 20 || doc.Verdict != "pass" {
 		t.Errorf("document: kind %q sent %d status %v verdict %q", doc.Kind, doc.Sent, doc.Status, doc.Verdict)
 	}
 	if !doc.StartedAt.Equal(testNow) {

@@ -1,10 +1,8 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,7 +12,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/race"
-	"github.com/ratelimit-dev/ratelimit/report"
 )
 
 type raceOptions struct {
@@ -89,14 +86,17 @@ built-in Lua script send; on a cluster add ` + strings.Join(race.ClusterACL, " "
 --script what your script calls; +config|get is optional):
   ` + strings.Join(race.ACL(), " ") + `
 
-JSON (-o json, or --out FILE for 'ratelimit report'): kind "race", version 1,
-server, run_id, keys, node (cluster), concurrency, limit, trials,
-watch_attempts, race_reproduced, verdict ("pass" or "fail"), failures,
-notes, and strategies: name, label, atomic_expected, script, and per trial
-admitted, over_admitted, final_value (the counter, or tokens taken; null
-for --script), lost_updates, retries, give_ups, errors, trial_p50_us,
-trial_p99_us, wall_us; across trials p50_us, p99_us, admitted_min,
-admitted_median, admitted_max, error_sample.
+JSON (-o json, or --out FILE for 'ratelimit report'; docs/json.md): kind
+"race", version 2, the envelope (tool, started_at, server, command),
+run_id, key_pattern, node (cluster), concurrency, limit, trials,
+watch_attempts, race_reproduced, checks (one per strategy: id, pass,
+message), verdict ("pass" or "fail"), notes, and strategies: name, label,
+atomic_expected, script_file, and per trial allowed, over_limit,
+final_value (the counter, or tokens taken; null for --script),
+lost_updates, retries, give_ups, errors, trial_p50_ms, trial_p99_ms,
+wall_ms; across trials p50_ms, p99_ms, allowed_min, allowed_median,
+allowed_max, error_sample. --out is checked before the run (a path that
+cannot be written is exit 2 at once).
 
 Other outputs: -o markdown (GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY")
 and -o junit (one testcase per strategy; an atomic one that over-admitted is
@@ -143,8 +143,7 @@ a <failure>).`,
 
 func runRace(opts *raceOptions) error {
 	f := opts.f
-	format, err := f.Format()
-	if err != nil {
+	if _, err := f.Format(); err != nil {
 		return err
 	}
 	if opts.WatchAttempts <= 0 {
@@ -173,6 +172,11 @@ func runRace(opts *raceOptions) error {
 	if err := ro.Validate(); err != nil {
 		return err
 	}
+	em, err := f.newEmitter(opts.Out)
+	if err != nil {
+		return err
+	}
+	defer em.close()
 
 	conn, err := f.Redis(opts.ctx)
 	if err != nil {
@@ -197,22 +201,12 @@ func runRace(opts *raceOptions) error {
 	if err != nil {
 		return err
 	}
-	res.Server = conn.Server
-
-	if opts.Out != "" {
-		var buf bytes.Buffer
-		if err := report.JSON(&buf, res); err != nil {
-			return err
-		}
-		if err := os.WriteFile(opts.Out, buf.Bytes(), 0o644); err != nil {
-			return exitcode.Usagef("write --out: %v", err)
-		}
-	}
-	if err := report.Render(f.IO.Out, format, res, f.ReportOptions()); err != nil {
+	res.Server = &conn.Server
+	if err := em.emit(&res); err != nil {
 		return err
 	}
 	if !res.Pass() {
-		return exitcode.Failf("%s", strings.Join(res.Failures, "; "))
+		return exitcode.Failf("%s", strings.Join(res.Failures(), "; "))
 	}
 	return nil
 }

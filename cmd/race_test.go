@@ -138,14 +138,14 @@ func TestRaceOnRealServers(t *testing.T) {
 			if err != nil || string(saved) != tf.Out.String() {
 				t.Errorf("--out file differs from -o json output (read error %v)", err)
 			}
-			if res.Kind != "race" || res.Version != 1 || res.Verdict != "pass" || res.Concurrency != 200 || res.Limit != 10 || res.Trials != 3 {
+			if res.Kind != "race" || res.Version != 2 || res.Verdict != "pass" || res.Concurrency != 200 || res.Limit != 10 || res.Trials != 3 {
 				t.Errorf("document kind %q version %d verdict %q concurrency %d limit %d trials %d", res.Kind, res.Version, res.Verdict, res.Concurrency, res.Limit, res.Trials)
 			}
 			if res.Server.Mode != map[string]string{"standalone": "standalone", "cluster": "cluster"}[tg.Name] {
 				t.Errorf("server mode %q on %s", res.Server.Mode, tg.Name)
 			}
 			for _, s := range res.Strategies {
-				for i, a := range s.Admitted {
+				for i, a := range s.Allowed {
 					switch s.Name {
 					case race.Naive:
 						if a < 50 {
@@ -203,8 +203,8 @@ func TestRaceUserScriptOverAdmits(t *testing.T) {
 			if err := json.Unmarshal(tf.Out.Bytes(), &res); err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			if res.Verdict != "fail" || len(res.Failures) != 2 {
-				t.Errorf("verdict %q failures %q, want fail with one failure per trial", res.Verdict, res.Failures)
+			if res.Verdict != "fail" || len(res.Failures()) != 1 || strings.Count(res.Failures()[0], "over-admission") != 2 {
+				t.Errorf("verdict %q failures %q, want fail with one check naming both trials", res.Verdict, res.Failures())
 			}
 			if left := leftKeys(t, tg, res.RunID); len(left) > 0 {
 				t.Errorf("keys left after the run: %v", left)
@@ -363,7 +363,7 @@ func TestRaceHelpExamples(t *testing.T) {
 					t.Fatalf("decode: %v", err)
 				}
 				for _, s := range res.Strategies {
-					for i, a := range s.Admitted {
+					for i, a := range s.Allowed {
 						if race.ExactExpected(s.Name) && int64(a) != min(limit, int64(res.Concurrency)) {
 							t.Errorf("%s admitted %d in trial %d, want exactly %d", s.Label, a, i+1, limit)
 						}

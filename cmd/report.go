@@ -35,9 +35,11 @@ func newReportCmd(f *Factory, run func(*reportOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "report FILE.json...",
 		Short: "Render saved result documents as text, JSON, Markdown, JUnit or one HTML page",
-		Long: `Render documents saved by other commands (load --out, race --out,
-keyslot -o json > FILE, eval -o json > FILE, also eval --simulate and scripts
-with -o json) in any output format they support:
+		Long: `Render documents saved by other commands (--out FILE of eval, eval
+--simulate, race, load, keyslot and scripts, or their -o json) in any output
+format they support. Documents are version 2 (docs/json.md, schemas in
+docs/schema); version 1 documents of older releases are upgraded on read and
+render the same:
 
   text      tables for a terminal (colour only on a terminal, never for NO_COLOR)
   json      the document again (one file: the document; several: an array)

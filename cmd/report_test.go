@@ -234,7 +234,7 @@ func TestReportBadInput(t *testing.T) {
 	truncated := file("truncated.json", string(full[:len(full)*2/3]))
 	foreign := file("package.json", `{"name": "left-pad", "version": "1.3.0"}`)
 	unknown := file("bench.json", `{"kind": "bench", "version": 1}`)
-	v99 := file("v99.json", strings.Replace(string(full), `"version": 1,`, `"version": 99,`, 1))
+	v99 := file("v99.json", strings.Replace(string(full), `"version": 2,`, `"version": 99,`, 1))
 	empty := file("empty.json", "")
 	notJSON := file("run.txt", "allowed 159 of 600\n")
 	tests := []struct {

@@ -33,6 +33,9 @@ func run(ctx context.Context, f *Factory, args []string) (code int) {
 	root := NewRootCmd(f)
 	if args != nil {
 		root.SetArgs(args)
+		if f.Args == nil {
+			f.Args = args
+		}
 	}
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
@@ -222,6 +225,7 @@ var commandFormats = map[string][]string{
 	"eval":       {"text", "json", "markdown"},
 	"scripts":    {"text", "json", "markdown"},
 	"load":       {"text", "json", "markdown", "junit"},
+	"probe":      {"text", "json", "markdown", "junit", "github"},
 	"report":     {"text", "json", "markdown", "junit", "github", "html"},
 	"version":    {"text", "json"},
 	"completion": {"text"},
@@ -264,6 +268,7 @@ func addCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newEvalCmd(f, nil))
 	root.AddCommand(newScriptsCmd(f, nil))
 	root.AddCommand(newLoadCmd(f, nil))
+	root.AddCommand(newProbeCmd(f, nil))
 	root.AddCommand(newReportCmd(f, nil))
 	root.AddCommand(newVersionCmd(f, nil))
 	root.AddCommand(newCompletionCmd(f, nil))

@@ -65,6 +65,7 @@ var formatProbeArgs = map[string][]string{
 	"eval":       {"--count", "0"},
 	"keyslot":    {"rl:{a}:x"},
 	"load":       {"--duration", "0"},
+	"probe":      {"http://127.0.0.1:1/", "--timeout", "0"},
 	"report":     {},
 	"scripts":    {},
 	"version":    {},

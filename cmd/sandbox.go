@@ -141,8 +141,12 @@ func wrap(text string, width int) string {
 	return b.String()
 }
 
+// sandboxDoc is the start-up line of a sandbox: where it listens. It is
+// no result (report does not read it), so it has no envelope but its kind
+// and version.
 type sandboxDoc struct {
-	report.Header
+	Kind    string   `json:"kind"`
+	Version int      `json:"version"`
 	URL     string   `json:"url"`
 	Addrs   []string `json:"addrs"`
 	Cluster bool     `json:"cluster"`
@@ -193,8 +197,8 @@ func runSandbox(opts *sandboxOptions) error {
 	defer sb.Stop()
 	if format == "json" {
 		if err := report.JSON(f.IO.Out, sandboxDoc{
-			Header: report.Header{Kind: "sandbox", Version: 1},
-			URL:    sb.URL, Addrs: sb.Addrs, Cluster: sb.Cluster, Product: sb.Product, Dir: sb.Dir,
+			Kind: "sandbox", Version: 1,
+			URL: sb.URL, Addrs: sb.Addrs, Cluster: sb.Cluster, Product: sb.Product, Dir: sb.Dir,
 		}); err != nil {
 			return err
 		}

@@ -9,10 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/limiter"
-	"github.com/ratelimit-dev/ratelimit/report"
+	"github.com/ratelimit-dev/ratelimit/version"
 )
 
 type scriptsOptions struct {
@@ -20,6 +21,7 @@ type scriptsOptions struct {
 
 	Name   string // optional: one script
 	Export string // directory to write the scripts to
+	Out    string // also write the catalogue document here
 }
 
 func newScriptsCmd(f *Factory, run func(*scriptsOptions) error) *cobra.Command {
@@ -53,6 +55,7 @@ writes them (or just NAME) as .lua files, replacing files of the same name.
 		},
 	}
 	c.Flags().StringVar(&opts.Export, "export", "", "write the scripts as .lua files into DIR (created if missing)")
+	c.Flags().StringVar(&opts.Out, "out", "", "also write the catalogue as a JSON document to FILE (for 'ratelimit report')")
 	return c
 }
 
@@ -70,18 +73,30 @@ func runScripts(opts *scriptsOptions) error {
 		}
 		scripts = []limiter.Script{s}
 	}
-	if opts.Export != "" {
-		return exportScripts(f, format, opts.Export, scripts)
+	em, err := f.newEmitter(opts.Out)
+	if err != nil {
+		return err
 	}
+	defer em.close()
+	if opts.Export != "" {
+		return exportScripts(em, opts.Export, scripts)
+	}
+	cat := eval.NewCatalog(scripts, opts.Name != "")
 	if opts.Name != "" && format == "text" {
+		if em.out != nil {
+			// the source goes to Out as is; the document only to --out
+			cat.DocHeader().Stamp(doc.ToolOf(version.Get()), em.started, f.commandLine())
+			if err := em.out.write(&cat); err != nil {
+				return err
+			}
+		}
 		_, err := io.WriteString(f.IO.Out, scripts[0].Source)
 		return err
 	}
-	cat := eval.NewCatalog(scripts, opts.Name != "")
-	return report.Render(f.IO.Out, format, cat, f.ReportOptions())
+	return em.emit(&cat)
 }
 
-func exportScripts(f *Factory, format, dir string, scripts []limiter.Script) error {
+func exportScripts(em *emitter, dir string, scripts []limiter.Script) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return exitcode.Usagef("create export directory: %v", fileErr(err))
 	}
@@ -93,7 +108,10 @@ func exportScripts(f *Factory, format, dir string, scripts []limiter.Script) err
 		}
 		cat.Scripts[i].Path = path
 	}
-	if err := report.Render(f.IO.Out, format, cat, f.ReportOptions()); err != nil {
+	if err := em.emit(&cat); err != nil {
+		if exitcode.Code(err) == exitcode.Usage {
+			return err
+		}
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil

@@ -1,20 +1,19 @@
 package eval
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ratelimit-dev/ratelimit/doc"
 )
 
-// Check is one verdict of a run, as every document kind spells it:
-// {id, pass, message}. An eval run makes two: "reply-shape" (the replies
-// can be read as a limiter's decisions) and "ttl" (no key the run touched
-// is left without a TTL).
-type Check struct {
-	ID      string `json:"id"`
-	Pass    bool   `json:"pass"`
-	Message string `json:"message"`
-}
+// Check is one verdict of a run, as every document kind spells it
+// (doc.Check). An eval run makes two: "reply-shape" (the replies can be
+// read as a limiter's decisions) and "ttl" (no key the run touched is left
+// without a TTL).
+type Check = doc.Check
 
 // The ids of eval's checks.
 const (
@@ -22,9 +21,10 @@ const (
 	CheckTTL        = "ttl"
 )
 
-// CheckList returns the run's checks: Checks as Run computed them, or, for
-// a document written before eval had checks, the same checks derived from
-// its reply shape, calls and no-TTL report.
+// CheckList returns the run's checks: Checks as Run computed them, or,
+// for a Result without them (a version 1 document written before checks
+// existed), the same checks derived from its reply shape, calls and no-TTL
+// report.
 func (r Result) CheckList() []Check {
 	if r.Checks != nil {
 		return r.Checks
@@ -32,26 +32,17 @@ func (r Result) CheckList() []Check {
 	return deriveChecks(r)
 }
 
-// Pass reports whether every check passed.
-func (r Result) Pass() bool {
-	for _, c := range r.CheckList() {
-		if !c.Pass {
-			return false
-		}
-	}
-	return true
+// SetChecks computes the checks and the verdict from the calls.
+func (r *Result) SetChecks() {
+	r.Checks = deriveChecks(*r)
+	r.Verdict = doc.Verdict(r.Checks)
 }
 
+// Pass reports whether every check passed.
+func (r Result) Pass() bool { return doc.Pass(r.CheckList()) }
+
 // Failures lists the messages of the failed checks.
-func (r Result) Failures() []string {
-	var out []string
-	for _, c := range r.CheckList() {
-		if !c.Pass {
-			out = append(out, c.Message)
-		}
-	}
-	return out
-}
+func (r Result) Failures() []string { return doc.Failures(r.CheckList()) }
 
 func deriveChecks(r Result) []Check {
 	return []Check{replyShapeCheck(r), ttlVerdict(r)}
@@ -129,4 +120,14 @@ func joinCalls(ns []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// MarshalJSON writes the document with its checks (derived when the
+// Result has none) and the verdict they make, so they cannot disagree.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	p := plain(r)
+	p.Checks = r.CheckList()
+	p.Verdict = doc.Verdict(p.Checks)
+	return json.Marshal(p)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 	"github.com/ratelimit-dev/ratelimit/userfile"
@@ -65,11 +66,20 @@ type Options struct {
 	NewID func() string
 }
 
+// Kind and Version identify the eval document; SimKind, SimVersion,
+// CatalogKind and CatalogVersion the documents of --simulate and scripts.
+const (
+	Kind           = "eval"
+	Version        = 2
+	SimKind        = "simulate"
+	SimVersion     = 2
+	CatalogKind    = "scripts"
+	CatalogVersion = 2
+)
+
 // Result is the document `ratelimit eval` renders (kind "eval").
 type Result struct {
-	Kind    string           `json:"kind"`
-	Version int              `json:"version"`
-	Server  redisconn.Server `json:"server"`
+	doc.Header
 	// Algo is the algorithm, or "script" for --script.
 	Algo string `json:"algo"`
 	// Key is the limited key (KEYS[1] of a user script).
@@ -93,23 +103,26 @@ type Result struct {
 	// NoTTL lists keys the script touched that have no TTL (--script only).
 	NoTTL *TTLCheck `json:"no_ttl,omitempty"`
 	// Checks are the run's verdicts ("reply-shape", "ttl"); the run passes
-	// when all pass. Documents written before checks existed lack them:
-	// read them with CheckList.
-	Checks []Check `json:"checks,omitempty"`
+	// when all pass. Read them with CheckList, which also answers for a
+	// Result built without them.
+	Checks []Check `json:"checks"`
+	// Verdict is "pass" when every check passed, else "fail".
+	Verdict string `json:"verdict"`
 }
 
 // ParamsDoc is the JSON form of Params.
 type ParamsDoc struct {
-	Capacity   int64   `json:"capacity,omitempty"`
-	Rate       string  `json:"rate,omitempty"`
-	RatePerSec float64 `json:"rate_per_sec,omitempty"`
-	Cost       int64   `json:"cost"`
-	Limit      int64   `json:"limit,omitempty"`
-	WindowMs   int64   `json:"window_ms,omitempty"`
-	Burst      int64   `json:"burst,omitempty"`
-	// PolicyQuota and PolicyWindowSeconds are the RateLimit-Policy q and w.
-	PolicyQuota         int64 `json:"policy_quota"`
-	PolicyWindowSeconds int64 `json:"policy_window_seconds"`
+	Capacity int64   `json:"capacity,omitempty"`
+	Rate     string  `json:"rate,omitempty"`
+	RatePerS float64 `json:"rate_per_s,omitempty"`
+	Cost     int64   `json:"cost"`
+	Limit    int64   `json:"limit,omitempty"`
+	WindowMs int64   `json:"window_ms,omitempty"`
+	Burst    int64   `json:"burst,omitempty"`
+	// PolicyQuota and PolicyWindowMs are the RateLimit-Policy q and w
+	// (w in milliseconds: the header's seconds x 1000).
+	PolicyQuota    int64 `json:"policy_quota"`
+	PolicyWindowMs int64 `json:"policy_window_ms"`
 }
 
 // ScriptDoc says which script ran and how.
@@ -131,9 +144,10 @@ type Call struct {
 	RetryMs   *int64 `json:"retry_ms,omitempty"`
 	ResetMs   *int64 `json:"reset_ms,omitempty"`
 	// TTLMs is PTTL of the key after the call: -1 no TTL, -2 no key.
-	TTLMs     int64 `json:"ttl_ms"`
-	LatencyUs int64 `json:"latency_us"`
-	Reply     any   `json:"reply"`
+	TTLMs int64 `json:"ttl_ms"`
+	// LatencyMs is the round trip of the script call (ms, µs resolution).
+	LatencyMs float64 `json:"latency_ms"`
+	Reply     any     `json:"reply"`
 }
 
 // Summary counts the decisions.
@@ -217,14 +231,14 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 	res.Algo = string(p.Algo)
 	res.Key = key
 	res.IdentityHashed = opts.Identity != "" && opts.HashIdentity
-	res.Params = &ParamsDoc{Cost: p.Cost, PolicyQuota: pol.Quota, PolicyWindowSeconds: pol.WindowSeconds}
+	res.Params = &ParamsDoc{Cost: p.Cost, PolicyQuota: pol.Quota, PolicyWindowMs: pol.WindowSeconds * 1000}
 	switch p.Algo {
 	case limiter.TokenBucket:
-		res.Params.Capacity, res.Params.Rate, res.Params.RatePerSec = p.Capacity, p.Rate.String(), p.Rate.PerSecond()
+		res.Params.Capacity, res.Params.Rate, res.Params.RatePerS = p.Capacity, p.Rate.String(), p.Rate.PerSecond()
 	case limiter.SlidingWindow, limiter.FixedWindow:
 		res.Params.Limit, res.Params.WindowMs = p.Limit, p.Window.Milliseconds()
 	case limiter.GCRA:
-		res.Params.Burst, res.Params.Rate, res.Params.RatePerSec = p.Burst, p.Rate.String(), p.Rate.PerSecond()
+		res.Params.Burst, res.Params.Rate, res.Params.RatePerS = p.Burst, p.Rate.String(), p.Rate.PerSecond()
 	}
 	s := l.Script()
 	var call caller = &evalCaller{script: l.RedisScript(), c: c}
@@ -265,17 +279,21 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 		}
 		res.Calls = append(res.Calls, Call{
 			N: i, Allowed: &d.Allowed, Remaining: &d.Remaining, RetryMs: &d.RetryMs, ResetMs: &d.ResetMs,
-			TTLMs: ttl, LatencyUs: lat.Microseconds(), Reply: jsonReply(reply),
+			TTLMs: ttl, LatencyMs: Millis(lat), Reply: jsonReply(reply),
 		})
 	}
 	res.Summary = summarize(res.Calls)
-	res.Checks = deriveChecks(res)
+	res.SetChecks()
 	return res, nil
 }
 
 func newResult(s redisconn.Server) Result {
-	return Result{Kind: "eval", Version: 1, Server: s, Calls: []Call{}}
+	return Result{Header: doc.Header{Kind: Kind, Version: Version, Server: &s}, Calls: []Call{}}
 }
+
+// Millis is d in milliseconds at microsecond resolution, the unit of every
+// duration in a document.
+func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // ResolveKey returns the key Run will use: KEY, or the one built from
 // --identity. Both or neither are bad input.

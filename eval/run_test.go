@@ -67,11 +67,11 @@ func TestAcceptanceTokenBucket(t *testing.T) {
 					t.Errorf("call %d ttl = %d ms, want in (0, 6000]", c.N, c.TTLMs)
 				}
 			}
-			if res.Kind != "eval" || res.Version != 1 || res.Algo != "token-bucket" || res.Key != key || res.Server != tg.Server {
+			if res.Kind != "eval" || res.Version != 2 || res.Algo != "token-bucket" || res.Key != key || res.Server == nil || *res.Server != tg.Server {
 				t.Errorf("header = %q %d %q %q %+v", res.Kind, res.Version, res.Algo, res.Key, res.Server)
 			}
-			if res.Params.PolicyQuota != 5 || res.Params.PolicyWindowSeconds != 5 {
-				t.Errorf("policy = q=%d w=%d, want q=5 w=5", res.Params.PolicyQuota, res.Params.PolicyWindowSeconds)
+			if res.Params.PolicyQuota != 5 || res.Params.PolicyWindowMs != 5000 {
+				t.Errorf("policy = q=%d w=%dms, want q=5 w=5000ms", res.Params.PolicyQuota, res.Params.PolicyWindowMs)
 			}
 		})
 	}

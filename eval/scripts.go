@@ -6,13 +6,17 @@
 // the Result.
 package eval
 
-import "github.com/ratelimit-dev/ratelimit/limiter"
+import (
+	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/limiter"
+)
 
 // Catalog is the document of `ratelimit scripts` (kind "scripts").
 type Catalog struct {
-	Kind    string         `json:"kind"`
-	Version int            `json:"version"`
+	doc.Header
 	Scripts []CatalogEntry `json:"scripts"`
+	// Checks is always empty: a catalogue checks nothing.
+	Checks []Check `json:"checks"`
 }
 
 // CatalogEntry describes one embedded script.
@@ -27,7 +31,7 @@ type CatalogEntry struct {
 
 // NewCatalog lists scripts, with their source when withSource is set.
 func NewCatalog(scripts []limiter.Script, withSource bool) Catalog {
-	c := Catalog{Kind: "scripts", Version: 1, Scripts: []CatalogEntry{}}
+	c := Catalog{Header: doc.Header{Kind: CatalogKind, Version: CatalogVersion}, Scripts: []CatalogEntry{}, Checks: []Check{}}
 	for _, s := range scripts {
 		e := CatalogEntry{Name: s.Name, File: s.File, SHA1: s.SHA1(), Summary: s.Summary}
 		if withSource {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
@@ -37,28 +39,31 @@ const simBatch = 1000
 
 // SimResult is the document of `ratelimit eval --simulate` (kind "simulate").
 type SimResult struct {
-	Kind       string           `json:"kind"`
-	Version    int              `json:"version"`
-	Server     redisconn.Server `json:"server"`
-	Algo       string           `json:"algo"`
-	Params     ParamsDoc        `json:"params"`
-	Rate       string           `json:"arrival_rate"` // e.g. "20/s"
-	ForMs      int64            `json:"for_ms"`
-	Arrivals   int              `json:"arrivals"`
-	Admitted   int              `json:"admitted"`
-	Refused    int              `json:"refused"`
-	PerSecond  []int            `json:"per_second"`       // admitted in each virtual second
-	Model      int              `json:"model_admitted"`   // what the pure Go model admits
-	Agrees     bool             `json:"model_agrees"`     // script and model made the same decisions
-	WallMs     float64          `json:"wall_ms"`          // wall time spent on the server
-	Pipelines  int              `json:"pipelines"`        // round trips used for the calls
-	FirstRefMs int64            `json:"first_refused_ms"` // virtual ms of the first refusal, -1 if none
+	doc.Header
+	Algo       string    `json:"algo"`
+	Params     ParamsDoc `json:"params"`
+	Rate       string    `json:"arrival_rate"` // e.g. "20/s"
+	RatePerS   float64   `json:"arrival_rate_per_s"`
+	ForMs      int64     `json:"duration_ms"` // virtual time covered
+	Arrivals   int       `json:"arrivals"`
+	Admitted   int       `json:"allowed"`
+	Refused    int       `json:"refused"`
+	PerSecond  []int     `json:"allowed_per_second"` // allowed in each virtual second
+	Model      int       `json:"model_allowed"`      // what the pure Go model allows
+	Agrees     bool      `json:"model_agrees"`       // script and model made the same decisions
+	WallMs     float64   `json:"wall_ms"`            // wall time spent on the server
+	Pipelines  int       `json:"pipelines"`          // round trips used for the calls
+	FirstRefMs int64     `json:"first_refused_ms"`   // virtual ms of the first refusal, -1 if none
+	Checks     []Check   `json:"checks"`             // written from Agrees (see CheckList)
+	Verdict    string    `json:"verdict"`            // written from Agrees
 }
 
-// ArrivalTimes returns the virtual ms of a constant arrival stream: i x
-// Per / Count for every i whose time is before d, at 1 ms resolution
-// (20/s for 30s: 0, 50, ..., 29950). d is at most MaxSimFor and the stream
-// at most MaxArrivals calls; anything else is bad input.
+// ArrivalTimes returns the virtual ms of a constant arrival stream: the
+// due times of rate.Schedule, the plan `load` follows too (arrival i at
+// floor(i x Per / Count) ns from the start, for every i due before d),
+// truncated to the millisecond (20/s for 30s: 0, 50, ..., 29950). d is at
+// most MaxSimFor and the stream at most MaxArrivals calls; anything else
+// is bad input.
 func ArrivalTimes(r rate.Rate, d time.Duration) ([]int64, error) {
 	if r.IsZero() || !(r.Count > 0) || r.Per <= 0 || math.IsInf(r.Count, 0) {
 		return nil, exitcode.Usagef("--arrivals needs a rate greater than 0, e.g. 20/s")
@@ -69,24 +74,22 @@ func ArrivalTimes(r rate.Rate, d time.Duration) ([]int64, error) {
 	if d > MaxSimFor {
 		return nil, exitcode.Usagef("--for %s is longer than the %s a simulation may cover; simulate a shorter span", d, MaxSimFor)
 	}
-	gap := float64(r.Per) / r.Count // ns between arrivals
-	if !(gap > 0) || math.IsInf(gap, 0) || math.IsNaN(gap) {
+	if gap := float64(r.Per) / r.Count; !(gap > 0) || math.IsInf(gap, 0) || math.IsNaN(gap) {
 		return nil, exitcode.Usagef("--arrivals %s is too slow: the gap between arrivals is not a finite time; pass a rate such as 20/s or 1/h", limiter.ShowRate(r))
 	}
-	n := math.Ceil(float64(d) / gap)
-	if n > MaxArrivals {
-		return nil, exitcode.Usagef("--arrivals %s for %s is %.0f calls; the most is %d: lower --arrivals or --for", limiter.ShowRate(r), d, n, MaxArrivals)
+	if n, err := rate.PlannedCount(r, d); err != nil {
+		return nil, exitcode.Usagef("--arrivals %s: %v", limiter.ShowRate(r), err)
+	} else if n.Cmp(big.NewInt(MaxArrivals)) > 0 {
+		return nil, exitcode.Usagef("--arrivals %s for %s is %s calls; the most is %d: lower --arrivals or --for", limiter.ShowRate(r), d, n, MaxArrivals)
 	}
-	times := make([]int64, 0, int(n))
-	for i := 0; ; i++ {
-		ns := math.Round(float64(i) * gap)
-		if ns >= float64(d) {
-			break
-		}
-		times = append(times, int64(ns)/int64(time.Millisecond))
+	s, err := rate.NewSchedule(r, d)
+	if err != nil {
+		return nil, exitcode.Usagef("--arrivals %s: %v", limiter.ShowRate(r), err)
 	}
-	if len(times) == 0 {
-		return nil, exitcode.Usagef("--arrivals %s for %s makes no arrival; raise --arrivals or --for", limiter.ShowRate(r), d)
+	times := make([]int64, s.Planned())
+	for i := range times {
+		due, _ := s.Due(int64(i))
+		times[i] = int64(due / time.Millisecond)
 	}
 	return times, nil
 }
@@ -107,14 +110,14 @@ func Simulate(ctx context.Context, c redis.UniversalClient, opts SimOptions) (Si
 	}
 	p, pol := l.Params(), l.Policy()
 	res := SimResult{
-		Kind: "simulate", Version: 1, Server: opts.Server, Algo: string(p.Algo),
+		Header: doc.Header{Kind: SimKind, Version: SimVersion, Server: &opts.Server}, Algo: string(p.Algo),
 		Params: ParamsDoc{Capacity: p.Capacity, Cost: p.Cost, Limit: p.Limit, WindowMs: p.Window.Milliseconds(), Burst: p.Burst,
-			PolicyQuota: pol.Quota, PolicyWindowSeconds: pol.WindowSeconds},
-		Rate: opts.Arrivals.String(), ForMs: opts.For.Milliseconds(), Arrivals: len(times),
+			PolicyQuota: pol.Quota, PolicyWindowMs: pol.WindowSeconds * 1000},
+		Rate: opts.Arrivals.String(), RatePerS: opts.Arrivals.PerSecond(), ForMs: opts.For.Milliseconds(), Arrivals: len(times),
 		PerSecond: make([]int, int(math.Ceil(opts.For.Seconds()))), FirstRefMs: -1,
 	}
 	if p.Algo == limiter.TokenBucket || p.Algo == limiter.GCRA {
-		res.Params.Rate, res.Params.RatePerSec = p.Rate.String(), p.Rate.PerSecond()
+		res.Params.Rate, res.Params.RatePerS = p.Rate.String(), p.Rate.PerSecond()
 	}
 	// Start virtual time at the server's clock, so real TTLs run behind it.
 	now, err := c.Time(ctx).Result()

@@ -54,6 +54,7 @@ func TestArrivalTimes(t *testing.T) {
 		{rate.MustParse("1/h"), 1000 * time.Hour}, // 3.6M per-second entries
 		{rate.MustParse("1/s"), 24*time.Hour + time.Millisecond},
 		{rate.MustParse("1000/s"), 1000*time.Second + time.Millisecond}, // one call over
+		{rate.Rate{Count: 1.0 / 3, Per: time.Second}, time.Second},      // not a decimal the shared schedule holds
 	} {
 		times, err := ArrivalTimes(bad.r, bad.d)
 		if exitcode.Code(err) != exitcode.Usage || strings.Contains(err.Error(), "\n") || len(err.Error()) > 200 {
@@ -115,7 +116,7 @@ func TestAcceptanceSimulate(t *testing.T) {
 				}
 				// Speed is BenchmarkSimulate's business, not a timed test's.
 				t.Logf("%s: 600 arrivals simulated in %.1f ms", tg.Name, res.WallMs)
-				if res.Kind != "simulate" || res.Version != 1 || res.Pipelines != 1 {
+				if res.Kind != "simulate" || res.Version != 2 || res.Pipelines != 1 {
 					t.Errorf("kind %q version %d pipelines %d", res.Kind, res.Version, res.Pipelines)
 				}
 				var left atomic.Int64 // ForEachMaster calls back concurrently

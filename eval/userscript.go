@@ -88,7 +88,7 @@ func runUserScript(ctx context.Context, c redis.UniversalClient, opts Options) (
 				return res, err
 			}
 		}
-		call := Call{N: i, TTLMs: ttl, LatencyUs: lat.Microseconds(), Reply: jsonReply(reply)}
+		call := Call{N: i, TTLMs: ttl, LatencyMs: Millis(lat), Reply: jsonReply(reply)}
 		if !decodeShaped(reply, &call) {
 			other = append(other, i)
 		}
@@ -112,7 +112,7 @@ func runUserScript(ctx context.Context, c redis.UniversalClient, opts Options) (
 	if res.NoTTL != nil {
 		res.NoTTL.Allowed = opts.AllowNoTTL && len(res.NoTTL.Keys) > 0
 	}
-	res.Checks = deriveChecks(res)
+	res.SetChecks()
 	return res, nil
 }
 

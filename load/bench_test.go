@@ -37,17 +37,3 @@ func BenchmarkIteration(b *testing.B) {
 		b.Fatalf("%d OK of %d", v.status[200], b.N)
 	}
 }
-
-// BenchmarkSchedule measures the pacer arithmetic per iteration.
-func BenchmarkSchedule(b *testing.B) {
-	s, err := NewSchedule(rate.Rate{Count: 7, Per: time.Second}, 1000*time.Hour)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var sink time.Duration
-	for i := 0; b.Loop(); i++ {
-		d, _ := s.Due(int64(i) % s.Planned())
-		sink += d
-	}
-	_ = sink
-}

@@ -20,9 +20,15 @@ func (c countConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Write counts p before it writes it, so the answer to these bytes can never
+// be read (by net/http's read loop, while its write loop is still returning
+// from Write) before they are counted; what was not written is taken back.
 func (c countConn) Write(p []byte) (int, error) {
+	c.out.Add(int64(len(p)))
 	n, err := c.Conn.Write(p)
-	c.out.Add(int64(n))
+	if n < len(p) {
+		c.out.Add(int64(n - len(p)))
+	}
 	return n, err
 }
 

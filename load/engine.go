@@ -1,7 +1,6 @@
 package load
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,20 +14,19 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/secret"
 )
 
 // engine is one run in progress.
 type engine struct {
 	o      Options
-	sched  Schedule
-	client *http.Client
-	tr     *http.Transport // nil when Options.Transport was given
+	sched  rate.Schedule
+	clock  Clock           // the dispatcher's time (nil: the real clock)
 	reqs   []*http.Request // prepared once: one per identity (or one)
-
-	h1     bool        // use the lean HTTP/1.1 client (see h1.go)
-	h1Addr string      // host:port to dial
-	h1Reqs []h1Request // prepared once, like reqs
+	client client          // lean (h1.go) or net/http (std.go)
+	// clientName is the stack in use: HTTPClientLean or HTTPClientStd
+	clientName string
 
 	start     time.Time // monotonic origin of every offset
 	startWall time.Time // Options.Now() at the start
@@ -40,8 +38,7 @@ type engine struct {
 	record   bool       // keep every arrival (for the verdict)
 	maxLat   int64      // histogram ceiling, µs
 
-	// bytes on the net/http path's connections (the lean client counts
-	// per VU)
+	// bytes on net/http's connections (the lean client counts per VU)
 	bytesIn, bytesOut atomic.Int64
 
 	// thresholds: --max-failed and every --threshold, in that order
@@ -103,7 +100,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sched, _ := NewSchedule(o.Rate, o.Duration) // validated by withDefaults
+	sched, _ := rate.NewSchedule(o.Rate, o.Duration) // validated by withDefaults
 	if o.Expect != nil {
 		if err := o.Expect.validate(); err != nil {
 			return nil, err
@@ -141,34 +138,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return e.run(ctx), nil
 }
 
-// prepare builds the HTTP client and the requests, once.
+// prepare builds the requests and the HTTP client, once.
 func (e *engine) prepare() error {
 	o := e.o
-	if o.Transport != nil {
-		e.client = &http.Client{Transport: o.Transport}
-	} else {
-		e.tr = &http.Transport{
-			Proxy: http.ProxyFromEnvironment,
-			DialContext: countingDial((&net.Dialer{
-				Timeout:   o.Timeout,
-				KeepAlive: 30 * time.Second,
-			}).DialContext, &e.bytesIn, &e.bytesOut),
-			// Every VU may hold a connection: keep them all idle between
-			// iterations instead of closing and re-dialling.
-			MaxIdleConns:           o.MaxVUs,
-			MaxIdleConnsPerHost:    o.MaxVUs,
-			IdleConnTimeout:        90 * time.Second,
-			TLSHandshakeTimeout:    o.Timeout,
-			ExpectContinueTimeout:  time.Second,
-			DisableCompression:     true, // measure the bytes the target sends
-			MaxResponseHeaderBytes: h1MaxHeaderBytes,
-			ForceAttemptHTTP2:      true,
-		}
-		e.client = &http.Client{Transport: e.tr}
-	}
-	// A 3xx is an answer to count, not a hop to follow.
-	e.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
 	n := max(o.Identities, 1)
 	e.reqs = make([]*http.Request, n)
 	for k := range n {
@@ -196,20 +168,15 @@ func (e *engine) prepare() error {
 		e.reqs[k] = req
 	}
 	u, _ := url.Parse(o.Target)
-	if useH1(&e.o, u, e.reqs[0]) {
-		e.h1 = true
-		e.h1Addr = u.Host
-		if u.Port() == "" {
-			e.h1Addr = net.JoinHostPort(u.Hostname(), "80")
-		}
-		e.h1Reqs = make([]h1Request, n)
-		for k := range n {
-			id := ""
-			if o.Identities > 0 {
-				id = IdentityValue(o.RunID, k)
-			}
-			e.h1Reqs[k] = h1Prepare(&e.o, u, id)
-		}
+	name, err := chooseClient(&e.o, u)
+	if err != nil {
+		return err
+	}
+	e.clientName = name
+	if name == HTTPClientLean {
+		e.client = newLeanClient(&e.o, u)
+	} else {
+		e.client = newStdClient(&e.o, e.reqs, &e.bytesIn, &e.bytesOut)
 	}
 	return nil
 }
@@ -263,101 +230,64 @@ func (e *engine) run(ctx context.Context) *Result {
 	for range o.PreAllocatedVUs {
 		e.idle.push(spawn())
 	}
-	if e.h1 {
-		e.h1Warm(vus)
+	conns := make([]conn, len(vus))
+	for k, v := range vus {
+		conns[k] = v.conn
 	}
+	e.client.warm(conns)
 
+	clock := e.clock
+	if clock == nil {
+		clock = &realClock{}
+	}
 	e.startWall = o.Now()
-	e.start = time.Now()
+	e.start = clock.Now()
 	hard := time.AfterFunc(o.Duration+MaxLateness+o.Timeout+time.Second, cancel)
 	defer hard.Stop()
 
-	var (
-		sent, droppedNoVU, droppedLate, added, maxBusy int64
-		interrupted                                    bool
-	)
+	var added, maxBusy int64
 	live := e.o.Live
 	stopWatch := e.startWatch(e.sched.Planned())
 	// Scheduling lateness: how long after its due time each iteration was
-	// handed to a VU. Only this goroutine records it.
+	// handed to a VU. Only the dispatcher's goroutine records it.
 	lateness := newHistogram(e.maxLat)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	planned := e.sched.Planned()
-	abortCh := e.abortCh // nil without --abort-on-fail: never ready
-	i := int64(0)
-schedule:
-	for ; i < planned; i++ {
-		due, _ := e.sched.Due(i)
-		for {
-			wait := due - time.Since(e.start)
-			if wait <= 0 {
-				break
+	d := dispatcher{sched: e.sched, clock: clock, start: e.start,
+		hand: func(i int64, due, late time.Duration) bool {
+			v, idle := e.idle.pop()
+			if v == nil && len(vus) < o.MaxVUs {
+				v = spawn()
+				added++
 			}
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				timer.Stop()
-				interrupted = true
-				break schedule
-			case <-abortCh:
-				timer.Stop()
-				break schedule
+			if v == nil {
+				return false
 			}
-		}
-		if ctx.Err() != nil {
-			interrupted = true
-			break
-		}
-		if e.aborted.Load() {
-			break
-		}
-		now := time.Since(e.start)
-		late := now - due
-		if late > MaxLateness {
-			// Every iteration due before now-MaxLateness is as late: drop
-			// them all at once, so a rate the generator cannot follow does
-			// not keep it spinning through its schedule long after the end.
-			next := min(max(e.sched.Expected(now-MaxLateness), i+1), planned)
-			droppedLate += next - i
+			v.jobs <- job{i: i, due: due}
+			record(lateness, late)
+			busy := int64(len(vus) - idle)
+			maxBusy = max(maxBusy, busy)
 			if live != nil {
-				live.Dropped.Add(next - i)
+				live.Sent.Add(1)
+				live.ActiveVUs.Store(busy)
 			}
-			i = next - 1
-			continue
-		}
-		v, idle := e.idle.pop()
-		if v == nil && len(vus) < o.MaxVUs {
-			v = spawn()
-			added++
-		}
-		if v == nil {
-			droppedNoVU++
-			if live != nil {
-				live.Dropped.Add(1)
-			}
-			continue
-		}
-		v.jobs <- job{i: i, due: due}
-		record(lateness, late)
-		sent++
-		busy := int64(len(vus) - idle)
-		maxBusy = max(maxBusy, busy)
-		if live != nil {
-			live.Sent.Add(1)
-			live.ActiveVUs.Store(busy)
-		}
+			return true
+		},
 	}
+	if live != nil {
+		d.dropped = func(n int64) { live.Dropped.Add(n) }
+	}
+	// The dispatcher stops at the end of the schedule, or when the run's
+	// context ends: Ctrl-C (interrupted), --abort-on-fail, the hard deadline.
+	dc := d.run(runCtx)
+	sent, droppedNoVU, droppedLate := dc.sent, dc.droppedNoVU, dc.droppedLate
+	interrupted := dc.stopped && ctx.Err() != nil
 	stopWatch()
 	for _, v := range vus {
 		close(v.jobs)
 	}
 	wg.Wait()
 	elapsed := time.Since(e.start)
-	if e.tr != nil {
-		e.tr.CloseIdleConnections()
-	}
+	e.client.close()
 	if live != nil {
 		live.ActiveVUs.Store(0)
 	}
@@ -380,71 +310,26 @@ schedule:
 
 // do runs iteration j on VU v and records it.
 func (e *engine) do(v *vu, j job) {
-	o := &e.o
-	if e.h1 {
-		r := &e.h1Reqs[int(j.i%int64(len(e.h1Reqs)))]
-		send := time.Since(e.start)
-		status, err := e.h1Do(v, r)
-		if status != 0 {
-			v.inspect(status, v.h1.hdr, e.startWall.Add(send))
-		}
-		done := time.Since(e.start)
-		v.add(j, send, done, status, e.errKind(status, err, false))
-		return
-	}
-	if v.ctx == nil {
-		v.renew()
-	}
 	k := int(j.i % int64(len(e.reqs)))
-	var req *http.Request
-	if v.reqs != nil {
-		if req = v.reqs[k]; req == nil {
-			req = e.reqs[k].WithContext(v.ctx)
-			v.reqs[k] = req
-		}
-	} else {
-		req = e.reqs[k].WithContext(v.ctx)
-		if len(o.Body) > 0 {
-			body := o.Body
-			req.Body = io.NopCloser(bytes.NewReader(body))
-			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		}
-	}
-	v.timer.Reset(o.Timeout)
 	send := time.Since(e.start)
-	resp, err := e.client.Do(req)
-	status := 0
-	if err == nil && !validStatus(resp.StatusCode) {
-		// net/http takes any three digits, "000" and "+12" included
-		resp.Body.Close()
-		err = malformed("status %d is not a three-digit code from 100", resp.StatusCode)
-	} else if err == nil {
-		status = resp.StatusCode
-		v.inspect(status, resp.Header, e.startWall.Add(send))
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			status = 0 // the body was cut: a transport error after all
-		}
+	status, h, err := v.conn.do(k)
+	if status != 0 {
+		v.inspect(status, h, e.startWall.Add(send))
 	}
-	timedOut := !v.timer.Stop()
 	done := time.Since(e.start)
-	if timedOut {
-		v.renew() // the timer cancelled this VU's context
-	}
-	v.add(j, send, done, status, e.errKind(status, err, timedOut))
+	v.add(j, send, done, status, e.errKind(status, err))
 }
 
 // errKind names the outcome of a request without a status: interrupted by
-// Ctrl-C, a timeout (its own, or the run's hard deadline), or a transport
-// error.
-func (e *engine) errKind(status int, err error, timedOut bool) string {
+// Ctrl-C or an abort, a timeout (its own, or the run's hard deadline), or a
+// transport error.
+func (e *engine) errKind(status int, err error) string {
 	switch {
 	case status != 0:
 		return ""
 	case e.parent.Err() != nil, e.aborted.Load():
 		return errInterrupted
-	case timedOut, e.runCtx.Err() != nil:
+	case e.runCtx.Err() != nil:
 		return "timeout"
 	default:
 		return classify(err)

@@ -217,18 +217,22 @@ type JudgeInput struct {
 
 // Judged is the verdict on the admitted count.
 type Judged struct {
-	Model       string    `json:"model"`       // the --expect value
-	Description string    `json:"description"` // the model in words
-	Expected    int64     `json:"expected"`
-	Observed    int64     `json:"observed"` // 2xx and 3xx responses
-	Of          int64     `json:"of"`       // requests judged (sent and completed)
-	Tolerance   int64     `json:"tolerance"`
-	Tol         TolParts  `json:"tolerance_parts"`
-	OverS       float64   `json:"over_s"` // first to last arrival
-	Pass        bool      `json:"pass"`
-	Readings    []Reading `json:"readings,omitempty"` // auto: each reading of the policy
-	Fits        string    `json:"fits,omitempty"`     // auto: the reading that fits best
-	Note        string    `json:"note,omitempty"`
+	Model       string   `json:"model"`       // the --expect value
+	Description string   `json:"description"` // the model in words
+	Expected    int64    `json:"expected"`
+	Observed    int64    `json:"observed"` // 2xx and 3xx responses
+	Of          int64    `json:"of"`       // requests judged (sent and completed)
+	Tolerance   int64    `json:"tolerance"`
+	Tol         TolParts `json:"tolerance_parts"`
+	OverMs      float64  `json:"over_ms"` // first to last arrival
+	// ExpectedPerSecond is Expected spread over the seconds of the run
+	// (by the second of the send, as the timeline): the admissions the
+	// verdict's own replay expects in each.
+	ExpectedPerSecond []int64   `json:"expected_per_second,omitempty"`
+	Pass              bool      `json:"pass"`
+	Readings          []Reading `json:"readings,omitempty"` // auto: each reading of the policy
+	Fits              string    `json:"fits,omitempty"`     // auto: the reading that fits best
+	Note              string    `json:"note,omitempty"`
 }
 
 // TolParts explain the tolerance: Tolerance = max(Jitter, Shift) + Rounding + Unknown.
@@ -267,7 +271,7 @@ func (j Judged) Line() string {
 		return fmt.Sprintf("allowed %d of %d; %s: %s", j.Observed, j.Of, j.Note, verdict)
 	}
 	return fmt.Sprintf("allowed %d of %d; expected %d (%s over %s s) ±%d: %s",
-		j.Observed, j.Of, j.Expected, j.Description, strconv.FormatFloat(j.OverS, 'f', 2, 64), j.Tolerance, verdict)
+		j.Observed, j.Of, j.Expected, j.Description, strconv.FormatFloat(j.OverMs/1000, 'f', 2, 64), j.Tolerance, verdict)
 }
 
 // Judge replays the arrivals through the model, one model per identity,
@@ -288,11 +292,12 @@ func Judge(x Expectation, in JudgeInput) Judged {
 	}
 	j.Of = int64(len(in.Arrivals))
 	if n := len(in.Arrivals); n > 0 {
-		j.OverS = float64(in.Arrivals[n-1].SendNs-in.Arrivals[0].SendNs) / 1e9
+		j.OverMs = float64((in.Arrivals[n-1].SendNs-in.Arrivals[0].SendNs)/1e3) / 1e3
 	}
 	if !x.Auto {
-		e, tol, parts := expect(x.Params, known, in)
+		e, tol, parts, perSec := expect(x.Params, known, in)
 		j.Description = Describe(x.Params)
+		j.ExpectedPerSecond = perSec
 		if in.Identities > 1 {
 			j.Description += fmt.Sprintf(" x %d identities", in.Identities)
 		}
@@ -323,14 +328,14 @@ func Judge(x Expectation, in JudgeInput) Judged {
 		if _, err := limiter.NewLimiter(p); err != nil {
 			continue
 		}
-		e, tol, parts := expect(p, known, in)
+		e, tol, parts, perSec := expect(p, known, in)
 		r := Reading{Model: specOf(p), Description: Describe(p), Expected: e, Tolerance: tol}
 		d := abs(j.Observed - e)
 		r.Fits = d <= tol
 		j.Readings = append(j.Readings, r)
 		if best < 0 || d < bestDiff {
 			best, bestDiff = i, d
-			j.Expected, j.Tolerance, j.Tol = e, tol, parts
+			j.Expected, j.Tolerance, j.Tol, j.ExpectedPerSecond = e, tol, parts, perSec
 			j.Description = fmt.Sprintf("RateLimit-Policy q=%d;w=%d read as %s", q, w, r.Description)
 		}
 	}
@@ -363,41 +368,49 @@ func specOf(p limiter.Params) string {
 	}
 }
 
-// expect computes the expected admitted count over the arrivals' send times
-// and the tolerance (see TolParts).
-func expect(p limiter.Params, known []Arrival, in JudgeInput) (int64, int64, TolParts) {
-	bySend := replay(p, known, in, func(a Arrival) int64 { return a.SendNs })
-	byDone := replay(p, known, in, func(a Arrival) int64 { return a.DoneNs })
+// expect computes the expected admitted count over the arrivals' send
+// times, the tolerance (see TolParts) and the expected admissions in each
+// second of the sends.
+func expect(p limiter.Params, known []Arrival, in JudgeInput) (int64, int64, TolParts, []int64) {
+	bySend, perSec := replay(p, known, in, func(a Arrival) int64 { return a.SendNs })
+	byDone, _ := replay(p, known, in, func(a Arrival) int64 { return a.DoneNs })
 	parts := TolParts{Rounding: 1}
 	parts.Jitter = int64(math.Ceil(admissionRate(p) * float64(in.Identities) * in.JitterMs / 1000))
 	parts.Shift = abs(byDone - bySend)
 	parts.Unknown = int64(len(in.Arrivals) - len(known))
 	tol := max(parts.Jitter, parts.Shift) + parts.Rounding + parts.Unknown
-	return bySend, tol, parts
+	return bySend, tol, parts, perSec
 }
 
 // replay runs one model per identity over the arrivals at time at(a) and
-// counts the admitted.
-func replay(p limiter.Params, arrivals []Arrival, in JudgeInput, at func(Arrival) int64) int64 {
-	per := make([][]int64, max(in.Identities, 1))
+// counts the admitted, in all and by the second of at(a) from the start
+// (seconds up to the last arrival's, empty ones included).
+func replay(p limiter.Params, arrivals []Arrival, in JudgeInput, at func(Arrival) int64) (int64, []int64) {
+	per := make([][]int64, max(in.Identities, 1)) // offsets in ns
+	last := int64(-1)
 	for _, a := range arrivals {
 		k := a.Identity % len(per)
-		per[k] = append(per[k], in.StartMs+at(a)/1e6)
+		per[k] = append(per[k], at(a))
+		last = max(last, at(a)/1e9)
 	}
+	perSec := make([]int64, last+1)
 	var admitted int64
-	for _, times := range per {
-		sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	for _, offs := range per {
+		sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
 		m := newModel(p)
 		if m == nil {
-			return 0
+			return 0, perSec
 		}
-		for _, t := range times {
-			if m.Allow(t, 1).Allowed {
+		for _, off := range offs {
+			if m.Allow(in.StartMs+off/1e6, 1).Allowed {
 				admitted++
+				if off >= 0 {
+					perSec[off/1e9]++
+				}
 			}
 		}
 	}
-	return admitted
+	return admitted, perSec
 }
 
 func abs(x int64) int64 {

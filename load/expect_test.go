@@ -225,3 +225,43 @@ func TestExpectParamNames(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeExpectedPerSecond: the verdict's replay spreads its expected
+// count over the seconds of the sends (what report draws): the burst in
+// the first second, the refill after it, the sum the expected count, for
+// one or several identities and for the reading auto picks.
+func TestJudgeExpectedPerSecond(t *testing.T) {
+	bucket := limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1}
+	sum := func(xs []int64) (n int64) {
+		for _, x := range xs {
+			n += x
+		}
+		return n
+	}
+	tests := []struct {
+		name  string
+		x     Expectation
+		ids   int
+		first int64 // expected in second 0
+	}{
+		{"one identity", Expectation{Spec: "tb", Params: bucket}, 1, 14},
+		{"three identities", Expectation{Spec: "tb", Params: bucket}, 3, 20}, // ~7 arrivals each: all allowed
+		{"auto", Expectation{Spec: "auto", Auto: true}, 1, 14},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			arr := simulate(t, bucket, 200, 50*time.Millisecond, tt.ids, 0, 1) // 10 s of 20/s
+			j := Judge(tt.x, JudgeInput{Arrivals: arr, Identities: tt.ids, StartMs: 1_000_000, JitterMs: 1, Policy: `"default";q=10;w=2`})
+			per := j.ExpectedPerSecond
+			if len(per) != 10 || sum(per) != j.Expected {
+				t.Fatalf("expected per second %v (sum %d), want 10 seconds summing to %d", per, sum(per), j.Expected)
+			}
+			if per[0] < tt.first || per[9] > 5*int64(tt.ids) {
+				t.Errorf("expected per second %v: want at least %d in second 0 and at most the refill (%d/s) at the end", per, tt.first, 5*tt.ids)
+			}
+		})
+	}
+	if j := Judge(Expectation{Spec: "tb", Params: bucket}, JudgeInput{Identities: 1}); j.ExpectedPerSecond != nil && len(j.ExpectedPerSecond) != 0 {
+		t.Errorf("no arrivals: expected per second %v, want none", j.ExpectedPerSecond)
+	}
+}

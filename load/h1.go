@@ -24,7 +24,8 @@ import (
 // net/http's Transport hands every request between three goroutines
 // (caller, writeLoop, readLoop) and allocates a few kilobytes per request;
 // on a small machine that overhead decides how high a rate stays clean.
-// https, HTTP/2 and proxies use net/http.
+// https, HTTP/2 and proxies use net/http (std.go); both implement client
+// (client.go).
 
 // h1Request is one prepared request: the bytes to write, and whether the
 // method expects no response body.
@@ -77,16 +78,64 @@ func h1Prepare(o *Options, u *url.URL, identity string) h1Request {
 	return h1Request{wire: b.Bytes(), head: o.Method == http.MethodHead}
 }
 
-// useH1 reports whether the lean client can carry the run's requests.
-func useH1(o *Options, u *url.URL, probe *http.Request) bool {
-	if o.Transport != nil || u.Scheme != "http" {
-		return false
-	}
-	if p, err := http.ProxyFromEnvironment(probe); err != nil || p != nil {
-		return false
-	}
-	return true
+// leanClient is the lean HTTP/1.1 client: each conn is one keep-alive
+// connection to addr.
+type leanClient struct {
+	addr    string      // host:port to dial
+	reqs    []h1Request // prepared once: one per identity (or one)
+	timeout time.Duration
 }
+
+func newLeanClient(o *Options, u *url.URL) *leanClient {
+	c := &leanClient{addr: u.Host, timeout: o.Timeout}
+	if u.Port() == "" {
+		c.addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	n := max(o.Identities, 1)
+	c.reqs = make([]h1Request, n)
+	for k := range n {
+		id := ""
+		if o.Identities > 0 {
+			id = IdentityValue(o.RunID, k)
+		}
+		c.reqs[k] = h1Prepare(o, u, id)
+	}
+	return c
+}
+
+func (c *leanClient) open(ctx context.Context, in, out *atomic.Int64) conn {
+	l := &leanConn{c: c, ctx: ctx, in: in, out: out, hdr: http.Header{}}
+	// Every blocked read or write fails at once when ctx ends.
+	l.stop = context.AfterFunc(ctx, func() {
+		if hc := l.conn.Load(); hc != nil {
+			_ = hc.c.SetDeadline(time.Unix(1, 0))
+		}
+	})
+	return l
+}
+
+// warm connects the pre-allocated VUs before the clock starts, a few at
+// a time, so the first second is not a storm of connection set-ups (which
+// on a busy machine delays the first iterations enough to need many more
+// VUs, each dialling in turn). A failed dial is left to the first request.
+func (*leanClient) warm(conns []conn) {
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		l, ok := c.(*leanConn)
+		if !ok {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_, _ = l.dial()
+		})
+	}
+	wg.Wait()
+}
+
+func (*leanClient) close() {}
 
 // h1Conn is a VU's connection.
 type h1Conn struct {
@@ -95,119 +144,108 @@ type h1Conn struct {
 	used bool // served a request already (a failure may be a stale keep-alive)
 }
 
-// h1State is the lean client's part of a VU.
-type h1State struct {
-	conn atomic.Pointer[h1Conn] // read by the interrupt callback
-	br   *bufio.Reader
-	hdr  http.Header // reused for every response; only the checked fields
-	stop func() bool
+// leanConn is a VU's side of the lean client.
+type leanConn struct {
+	c       *leanClient
+	ctx     context.Context
+	in, out *atomic.Int64
+	conn    atomic.Pointer[h1Conn] // read by the interrupt callback
+	br      *bufio.Reader
+	hdr     http.Header // reused for every response; only the checked fields
+	stop    func() bool
 }
 
 var errStaleConn = errors.New("keep-alive connection closed by the target")
 
-// h1Do runs one request on VU v: connect if needed, write, read the status
-// and headers, drain the body. It returns the status (0 on error).
-func (e *engine) h1Do(v *vu, r *h1Request) (int, error) {
-	st := &v.h1
+// do runs one request: connect if needed, write, read the status and
+// headers, drain the body. It returns the status (0 on error).
+func (l *leanConn) do(k int) (int, http.Header, error) {
+	r := &l.c.reqs[k]
 	for attempt := 0; ; attempt++ {
-		status, err := e.h1Once(v, r)
+		status, err := l.once(r)
 		if err == nil {
-			return status, nil
+			return status, l.hdr, nil
 		}
 		// A connection the target closed while it sat idle fails before a
 		// byte of the response arrives: redial once, like net/http does.
-		if errors.Is(err, errStaleConn) && attempt == 0 && e.runCtx.Err() == nil {
+		if errors.Is(err, errStaleConn) && attempt == 0 && l.ctx.Err() == nil {
 			continue
 		}
-		st.closeConn()
-		return 0, err
+		l.closeConn()
+		return 0, nil, err
 	}
 }
 
-func (st *h1State) closeConn() {
-	if c := st.conn.Swap(nil); c != nil {
+func (l *leanConn) close() {
+	l.stop()
+	l.closeConn()
+}
+
+func (l *leanConn) closeConn() {
+	if c := l.conn.Swap(nil); c != nil {
 		c.c.Close()
 	}
 }
 
-func (e *engine) h1Once(v *vu, r *h1Request) (int, error) {
-	st := &v.h1
-	c := st.conn.Load()
+func (l *leanConn) once(r *h1Request) (int, error) {
+	c := l.conn.Load()
 	if c == nil {
 		var err error
-		if c, err = e.h1Dial(v); err != nil {
+		if c, err = l.dial(); err != nil {
 			return 0, err
 		}
 	}
 	reused := c.used
 	c.used = true
-	if err := c.c.SetDeadline(time.Now().Add(e.o.Timeout)); err != nil {
+	if err := c.c.SetDeadline(time.Now().Add(l.c.timeout)); err != nil {
 		return 0, err
 	}
 	// Checked after SetDeadline: an interrupt that set its past deadline
 	// before ours is seen here, one after it cuts the read.
-	if err := e.runCtx.Err(); err != nil {
+	if err := l.ctx.Err(); err != nil {
 		return 0, err
 	}
 	if _, err := c.c.Write(r.wire); err != nil {
-		st.closeConn()
+		l.closeConn()
 		if reused && !isTimeout(err) {
 			return 0, fmt.Errorf("%w: %w", errStaleConn, err)
 		}
 		return 0, err
 	}
-	status, keep, err := h1ReadResponse(c.br, st.hdr, r.head)
+	status, keep, err := h1ReadResponse(c.br, l.hdr, r.head)
 	if err != nil {
-		st.closeConn()
+		l.closeConn()
 		if reused && errors.Is(err, errNoResponse) {
 			return 0, fmt.Errorf("%w: %w", errStaleConn, err)
 		}
 		return 0, err
 	}
 	if !keep {
-		st.closeConn()
+		l.closeConn()
 	}
 	return status, nil
 }
 
-// h1Dial connects VU v to the target.
-func (e *engine) h1Dial(v *vu) (*h1Conn, error) {
-	st := &v.h1
-	d := net.Dialer{Timeout: e.o.Timeout, KeepAlive: 30 * time.Second}
-	tc, err := d.DialContext(e.runCtx, "tcp", e.h1Addr)
+// dial connects to the target.
+func (l *leanConn) dial() (*h1Conn, error) {
+	d := net.Dialer{Timeout: l.c.timeout, KeepAlive: 30 * time.Second}
+	tc, err := d.DialContext(l.ctx, "tcp", l.c.addr)
 	if err != nil {
 		return nil, err
 	}
-	nc := countConn{Conn: tc, in: &v.bytesIn, out: &v.bytesOut}
-	if st.br == nil {
-		st.br = bufio.NewReaderSize(nc, 16<<10)
+	nc := countConn{Conn: tc, in: l.in, out: l.out}
+	if l.br == nil {
+		l.br = bufio.NewReaderSize(nc, 16<<10)
 	} else {
-		st.br.Reset(nc)
+		l.br.Reset(nc)
 	}
-	c := &h1Conn{c: nc, br: st.br}
-	st.conn.Store(c)
-	if err := e.runCtx.Err(); err != nil { // interrupted while dialling
-		st.closeConn()
+	c := &h1Conn{c: nc, br: l.br}
+	l.conn.Store(c)
+	if err := l.ctx.Err(); err != nil { // interrupted while dialling
+		l.closeConn()
 		return nil, err
 	}
 	return c, nil
-}
-
-// h1Warm connects the pre-allocated VUs before the clock starts, a few at
-// a time, so the first second is not a storm of connection set-ups (which
-// on a busy machine delays the first iterations enough to need many more
-// VUs, each dialling in turn). A failed dial is left to the first request.
-func (e *engine) h1Warm(vus []*vu) {
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	for _, v := range vus {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			_, _ = e.h1Dial(v)
-		})
-	}
-	wg.Wait()
 }
 
 func isTimeout(err error) bool {
@@ -508,14 +546,4 @@ func asciiContainsFold(b []byte, s string) bool {
 		}
 	}
 	return false
-}
-
-// interruptOnDone makes every blocked read or write of v fail at once when
-// ctx ends (Ctrl-C or the run's hard deadline).
-func (v *vu) interruptOnDone(ctx context.Context) {
-	v.h1.stop = context.AfterFunc(ctx, func() {
-		if c := v.h1.conn.Load(); c != nil {
-			_ = c.c.SetDeadline(time.Unix(1, 0))
-		}
-	})
 }

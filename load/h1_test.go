@@ -164,8 +164,8 @@ func TestRunNetHTTPPath(t *testing.T) {
 	} else {
 		e.o = o2
 	}
-	if err := e.prepare(); err != nil || e.h1 {
-		t.Fatalf("prepare: %v, h1 = %v; want net/http for https", err, e.h1)
+	if err := e.prepare(); err != nil || e.clientName != HTTPClientStd {
+		t.Fatalf("prepare: %v, client %q; want net/http for https", err, e.clientName)
 	}
 	res := runLoad(t, o)
 	if res.Status["200"] != 10 || res.Headers.Policy.Valid != 10 {

@@ -1,18 +1,19 @@
 // Package load runs an open-model, constant-arrival-rate load test against
 // an HTTP target (k6's constant-arrival-rate executor, without its gaps),
 // checks the rate limit headers of every response and judges the admitted
-// count against the limiter's arithmetic (package eval/model).
+// count against the limiter's arithmetic (package limiter/model).
 //
 // The schedule is a pure function of the start and the iteration number
-// (Schedule); virtual users (VUs) are goroutines that each own their
+// (rate.Schedule, shared with eval --simulate); the dispatcher follows it on
+// an injected Clock. Virtual users (VUs) are goroutines that each own their
 // histograms and counters, merged when the run ends, so the hot path takes
-// no lock.
+// no lock. Requests go through a client: the lean HTTP/1.1 one or net/http
+// (HTTPClient).
 package load
 
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"net/http"
 	"net/textproto"
@@ -73,6 +74,10 @@ type Options struct {
 	PreAllocatedVUs int // VUs started before the clock
 	MaxVUs          int // ceiling; an iteration with no idle VU beyond it is dropped
 	Timeout         time.Duration
+
+	// HTTPClient is the HTTP stack: HTTPClientAuto (""), HTTPClientLean or
+	// HTTPClientStd (see client.go).
+	HTTPClient string
 
 	// Identities spreads iterations round-robin over N API keys
 	// "load-<RunID>-<n>" sent in IdentityHeader; 0 sends no identity.
@@ -138,7 +143,14 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.HTTPClient == "" {
+		o.HTTPClient = HTTPClientAuto
+	}
 	if err := ValidateTarget(o.Target); err != nil {
+		return o, err
+	}
+	u, _ := url.Parse(o.Target) // valid: ValidateTarget parsed it
+	if _, err := chooseClient(&o, u); err != nil {
 		return o, err
 	}
 	if !validMethod(o.Method) {
@@ -203,38 +215,16 @@ func (o Options) withDefaults() (Options, error) {
 // Plan returns the schedule of r over d, refusing one that plans more than
 // ceiling iterations with an exit-2 error giving both numbers. The count is
 // computed exactly, whatever r and d, so no product can overflow.
-func Plan(r rate.Rate, d time.Duration, ceiling int64) (Schedule, error) {
-	n, err := plannedCount(r, d)
+func Plan(r rate.Rate, d time.Duration, ceiling int64) (rate.Schedule, error) {
+	n, err := rate.PlannedCount(r, d)
 	if err != nil {
-		return Schedule{}, exitcode.Usagef("--rate/--duration: %v", err)
+		return rate.Schedule{}, exitcode.Usagef("--rate/--duration: %v", err)
 	}
 	if n.Cmp(big.NewInt(ceiling)) > 0 {
-		return Schedule{}, exitcode.Usagef("--rate %s for %s plans %s iterations; the ceiling is %s: lower --rate or --duration",
+		return rate.Schedule{}, exitcode.Usagef("--rate %s for %s plans %s iterations; the ceiling is %s: lower --rate or --duration",
 			r, durText(d), commas(n), commas(ceiling))
 	}
-	return NewSchedule(r, d)
-}
-
-// plannedCount is ceil(d * Count / Per) for the exact decimal fraction of
-// the rate's Count (see Schedule), in arbitrary precision.
-func plannedCount(r rate.Rate, d time.Duration) (*big.Int, error) {
-	if r.Per <= 0 || !(r.Count > 0) || math.IsInf(r.Count, 0) {
-		return nil, fmt.Errorf("rate %s must be positive", r)
-	}
-	if d <= 0 {
-		return nil, fmt.Errorf("duration %s must be positive", d)
-	}
-	num, den, ok := fraction(r.Count)
-	if !ok {
-		return nil, fmt.Errorf("rate %s has too many decimal places; use at most 9 or a longer period such as 1/3s", r)
-	}
-	top := new(big.Int).Mul(big.NewInt(int64(d)), new(big.Int).SetUint64(num))
-	step := new(big.Int).Mul(big.NewInt(int64(r.Per)), new(big.Int).SetUint64(den))
-	q, m := new(big.Int).QuoRem(top, step, new(big.Int))
-	if m.Sign() != 0 {
-		q.Add(q, big.NewInt(1))
-	}
-	return q, nil
+	return rate.NewSchedule(r, d)
 }
 
 // commas writes n with thousands separators: 100,000,000.

@@ -1,130 +1,118 @@
 package load
 
 import (
-	"fmt"
-	"math"
-	"math/bits"
+	"context"
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
-// Schedule is the constant-arrival-rate plan of a run: iteration i is due at
-// i*Per/Count after the start, computed from the start in integer
-// nanoseconds (never by summing sleeps, so there is no drift), and the run
-// plans every iteration due strictly before Duration.
-//
-// The rate's Count may be fractional ("0.5/s", "2.5/s"): it is held as the
-// exact fraction num/den with den a power of ten, so iteration i is due at
-// floor(i * Per * den / num) nanoseconds, computed in 128 bits.
-type Schedule struct {
-	num      uint64 // arrivals per step (Count scaled by den)
-	step     uint64 // Per * den, in nanoseconds
-	duration time.Duration
-	planned  int64
+// The schedule itself (when iteration i is due) is rate.Schedule, shared
+// with eval --simulate so both plan the same arrivals. This file is the
+// dispatcher that follows it: it asks Schedule.Pace how long to wait,
+// waits on a Clock, and hands each iteration to a VU when it falls due.
+
+// Clock is the dispatcher's time. The engine uses the real one (realClock);
+// tests drive a fake one and check due times and drops without sleeping.
+// It is the dispatcher's only: VUs time their requests on the monotonic
+// clock.
+type Clock interface {
+	// Now is the current time; the dispatcher subtracts the start from it.
+	Now() time.Time
+	// Sleep waits d, or less when ctx ends first, and reports whether the
+	// whole of d passed.
+	Sleep(ctx context.Context, d time.Duration) bool
 }
 
-// NewSchedule validates r and d and returns their schedule. It fails when
-// the rate has more than nine decimal places, when Per times that scale
-// overflows, or when the run would plan more than 2^62 iterations.
-func NewSchedule(r rate.Rate, d time.Duration) (Schedule, error) {
-	if r.Per <= 0 || !(r.Count > 0) || math.IsInf(r.Count, 0) {
-		return Schedule{}, fmt.Errorf("rate %s must be positive", r)
+// realClock is time.Now and one timer, reused for every wait.
+type realClock struct{ t *time.Timer }
+
+func (*realClock) Now() time.Time { return time.Now() }
+
+func (c *realClock) Sleep(ctx context.Context, d time.Duration) bool {
+	if c.t == nil {
+		c.t = time.NewTimer(d)
+	} else {
+		c.t.Reset(d)
 	}
-	if d <= 0 {
-		return Schedule{}, fmt.Errorf("duration %s must be positive", d)
+	select {
+	case <-c.t.C:
+		return true
+	case <-ctx.Done():
+		c.t.Stop()
+		return false
 	}
-	num, den, ok := fraction(r.Count)
-	if !ok {
-		return Schedule{}, fmt.Errorf("rate %s has too many decimal places; use at most 9 or a longer period such as 1/3s", r)
-	}
-	hi, step := bits.Mul64(uint64(r.Per), den)
-	if hi != 0 || step > math.MaxInt64 {
-		return Schedule{}, fmt.Errorf("rate %s: period too long to schedule", r)
-	}
-	s := Schedule{num: num, step: step, duration: d}
-	// planned = #{i >= 0 : floor(i*step/num) < d} = #{i : i*step < d*num}
-	//         = ceil(d*num / step).
-	h, l := bits.Mul64(uint64(d), num)
-	if h >= step {
-		return Schedule{}, fmt.Errorf("rate %s over %s plans too many iterations", r, d)
-	}
-	q, rem := bits.Div64(h, l, step)
-	if rem != 0 {
-		q++
-	}
-	if q > 1<<62 {
-		return Schedule{}, fmt.Errorf("rate %s over %s plans too many iterations", r, d)
-	}
-	s.planned = int64(q)
-	return s, nil
 }
 
-// fraction writes c as num/den with den a power of ten up to 1e9, exactly
-// as far as float64 can tell: c*den must be an integer within a relative
-// 1e-15 (a few ulps), so a decimal typed with up to nine places is
-// recovered exactly and no count is rounded by more than a part in 1e15
-// (less than one iteration of the largest plan).
-func fraction(c float64) (num, den uint64, ok bool) {
-	den = 1
-	for range 10 {
-		v := c * float64(den)
-		if v >= 1<<62 {
-			return 0, 0, false
+// dispatcher releases the iterations of sched as they fall due on clock,
+// counted from start. It never fires a backlog in a burst: an iteration
+// it reaches more than MaxLateness late is dropped together with every
+// other one as late.
+type dispatcher struct {
+	sched rate.Schedule
+	clock Clock
+	start time.Time
+	// hand gives iteration i, due at due and released late after it, to a
+	// VU; false means no VU was idle and none could be added (the iteration
+	// is dropped).
+	hand func(i int64, due, late time.Duration) bool
+	// dropped, when set, is told of every iteration dropped (no VU or late).
+	dropped func(n int64)
+}
+
+// dispatchCounts is what the dispatcher did.
+type dispatchCounts struct {
+	sent, droppedNoVU, droppedLate int64
+	// stopped: ctx ended before every planned iteration was released
+	stopped bool
+}
+
+// run releases the iterations until all are released or ctx ends.
+func (d *dispatcher) run(ctx context.Context) (c dispatchCounts) {
+	planned := d.sched.Planned()
+	done := ctx.Done()
+	drop := func(n int64) {
+		if d.dropped != nil {
+			d.dropped(n)
 		}
-		r := math.Round(v)
-		if r >= 1 && math.Abs(v-r) <= v*1e-15 {
-			return uint64(r), den, true
+	}
+	for i := int64(0); ; {
+		select {
+		case <-done:
+			c.stopped = true
+			return c
+		default:
 		}
-		den *= 10
+		elapsed := d.clock.Now().Sub(d.start)
+		wait, stop := d.sched.Pace(elapsed, i)
+		if stop {
+			return c
+		}
+		if wait > 0 {
+			if !d.clock.Sleep(ctx, wait) {
+				c.stopped = true
+				return c
+			}
+			continue // read the clock again: a sleep may end early or late
+		}
+		late := -wait
+		if late > MaxLateness {
+			// Every iteration due before elapsed-MaxLateness is as late:
+			// drop them all at once, so a rate the generator cannot follow
+			// does not keep it spinning through its schedule long after
+			// the end.
+			next := min(max(d.sched.Expected(elapsed-MaxLateness), i+1), planned)
+			c.droppedLate += next - i
+			drop(next - i)
+			i = next
+			continue
+		}
+		if d.hand(i, elapsed+wait, late) {
+			c.sent++
+		} else {
+			c.droppedNoVU++
+			drop(1)
+		}
+		i++
 	}
-	return 0, 0, false
-}
-
-// Planned is the number of iterations due before the end of the run.
-func (s Schedule) Planned() int64 { return s.planned }
-
-// Duration is the length of the run.
-func (s Schedule) Duration() time.Duration { return s.duration }
-
-// Due returns when iteration i falls due, as an offset from the start. It
-// is defined for 0 <= i < Planned(); other i return false.
-func (s Schedule) Due(i int64) (time.Duration, bool) {
-	if i < 0 || i >= s.planned {
-		return 0, false
-	}
-	hi, lo := bits.Mul64(uint64(i), s.step)
-	// i < planned guarantees i*step < d*num, so the quotient is below d and
-	// hi < num: Div64 cannot overflow.
-	q, _ := bits.Div64(hi, lo, s.num)
-	return time.Duration(q), true
-}
-
-// Pace tells a dispatcher that has already started `started` iterations and
-// is at `elapsed` since the start how long to wait for the next one. stop is
-// true when every planned iteration has been started. A negative or zero
-// wait means the next iteration is already due (late by -wait).
-func (s Schedule) Pace(elapsed time.Duration, started int64) (wait time.Duration, stop bool) {
-	due, ok := s.Due(started)
-	if !ok {
-		return 0, true
-	}
-	return due - elapsed, false
-}
-
-// Expected is how many iterations are due strictly before elapsed (capped at
-// Planned): the count a generator that kept up would have started by then.
-func (s Schedule) Expected(elapsed time.Duration) int64 {
-	if elapsed <= 0 {
-		return 0
-	}
-	if elapsed >= s.duration {
-		return s.planned
-	}
-	h, l := bits.Mul64(uint64(elapsed), s.num)
-	q, rem := bits.Div64(h, l, s.step) // h < step because elapsed < duration
-	if rem != 0 {
-		q++
-	}
-	return int64(q)
 }

@@ -1,220 +1,233 @@
 package load
 
 import (
-	"math"
+	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
-func TestSchedulePlanned(t *testing.T) {
-	tests := []struct {
-		rate string
-		dur  time.Duration
-		want int64
-	}{
-		{"3/s", time.Second, 3},                     // 0, 1/3, 2/3
-		{"7/s", 1500 * time.Millisecond, 11},        // 0 .. 10/7 = 1.4286 s
-		{"20/s", 30 * time.Second, 600},             // the example
-		{"5/100ms", time.Second, 50},                // every 20 ms
-		{"5/100ms", 990 * time.Millisecond, 50},     // 49*20 = 980 ms < 990
-		{"5/100ms", 980 * time.Millisecond, 49},     // 980 ms is not before the end
-		{"300/m", 10 * time.Second, 50},             // 5/s
-		{"1000/h", time.Hour, 1000},                 // 3.6 s apart
-		{"0.5/s", 3 * time.Second, 2},               // 0, 2 s
-		{"2.5/s", time.Second, 3},                   // 0, 0.4, 0.8
-		{"1/s", time.Nanosecond, 1},                 // only i = 0
-		{"3/s", 1000*time.Millisecond + 1, 4},       // 1 s is before 1 s + 1 ns
-		{"1000000/s", 3 * time.Second, 3_000_000},   // 1 µs apart
-		{"3/s", 333333334 * time.Nanosecond, 2},     // due(1) = 333333333 ns < end
-		{"3/s", 333333333 * time.Nanosecond, 1},     // due(1) is the end itself
-		{"1/ns", time.Millisecond, 1_000_000},       // the finest rate
-		{"0.000000001/s", 1000 * time.Second, 1},    // one in ~31.7 years
-		{"10/2s", 10 * time.Second, 50},             // 200 ms apart
-		{"1000000000/h", time.Hour, 1_000_000_000},  // large count, long period
-		{"7/s", 24 * 365 * time.Hour, 7 * 31536000}, // a year without overflow
-	}
-	for _, tt := range tests {
-		t.Run(tt.rate+"/"+tt.dur.String(), func(t *testing.T) {
-			s, err := NewSchedule(rate.MustParse(tt.rate), tt.dur)
-			if err != nil {
-				t.Fatalf("NewSchedule: %v", err)
-			}
-			if got := s.Planned(); got != tt.want {
-				t.Errorf("Planned() = %d, want %d", got, tt.want)
-			}
-			// Cross-check against the definition: the last planned
-			// iteration is due before the end and the next is not.
-			if last, ok := s.Due(s.Planned() - 1); !ok || last >= tt.dur {
-				t.Errorf("Due(planned-1) = %v, %v; want < %v", last, ok, tt.dur)
-			}
-			if _, ok := s.Due(s.Planned()); ok {
-				t.Errorf("Due(planned) ok; want false")
-			}
-			if got := s.Expected(tt.dur); got != tt.want {
-				t.Errorf("Expected(duration) = %d, want %d", got, tt.want)
-			}
-		})
-	}
+// fakeClock is virtual time: Sleep moves it forward by the wait plus
+// oversleep (a real timer wakes a little late) and never blocks. When
+// cancelAt > 0, the cancelAt-th Sleep cancels the run instead.
+type fakeClock struct {
+	now       time.Time
+	oversleep time.Duration
+	sleeps    []time.Duration
+	cancelAt  int
+	cancel    context.CancelFunc
 }
 
-func TestScheduleDue(t *testing.T) {
+func (c *fakeClock) Now() time.Time { return c.now }
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) bool {
+	c.sleeps = append(c.sleeps, d)
+	if len(c.sleeps) == c.cancelAt {
+		c.cancel()
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	c.now = c.now.Add(d + c.oversleep)
+	return true
+}
+
+// handed is one iteration the dispatcher released: when it was due, how
+// late, and the virtual time since the start when it was released.
+type handed struct {
+	i         int64
+	due, late time.Duration
+	at        time.Duration
+}
+
+// dispatchRun drives a dispatcher over r for d on clock; hand may move the
+// clock (a slow hand-off, a stalled generator) or refuse (no VU).
+func dispatchRun(t *testing.T, ctx context.Context, r string, d time.Duration, clock *fakeClock, hand func(i int64) bool) (dispatchCounts, []handed, int64) {
+	t.Helper()
+	s, err := rate.NewSchedule(rate.MustParse(r), d)
+	if err != nil {
+		t.Fatalf("NewSchedule(%s, %s): %v", r, d, err)
+	}
+	start := clock.now
+	var got []handed
+	var dropped int64
+	dp := dispatcher{sched: s, clock: clock, start: start,
+		hand: func(i int64, due, late time.Duration) bool {
+			got = append(got, handed{i: i, due: due, late: late, at: clock.now.Sub(start)})
+			return hand == nil || hand(i)
+		},
+		dropped: func(n int64) { dropped += n },
+	}
+	return dp.run(ctx), got, dropped
+}
+
+// With a clock that wakes on time, every iteration is released exactly at
+// its due time, in order, late by nothing, and the waits between them are
+// the schedule's gaps: for the plans eval --simulate shares (rate tests
+// their due times), and a rate of 3/s whose gaps alternate.
+func TestDispatcherReleasesOnDue(t *testing.T) {
 	tests := []struct {
 		rate string
 		dur  time.Duration
-		want []time.Duration
+		n    int64
 	}{
-		{"3/s", time.Second, []time.Duration{0, 333333333, 666666666}},
-		{"7/s", 1500 * time.Millisecond, []time.Duration{
-			0, 142857142, 285714285, 428571428, 571428571, 714285714,
-			857142857, 1000000000, 1142857142, 1285714285, 1428571428,
-		}},
-		{"5/100ms", 100 * time.Millisecond, []time.Duration{0, 20e6, 40e6, 60e6, 80e6}},
-		{"2.5/s", time.Second, []time.Duration{0, 400e6, 800e6}},
+		{"20/s", 30 * time.Second, 600},
+		{"7/s", 1500 * time.Millisecond, 11},
+		{"2.5/s", 13 * time.Second, 33},
+		{"3/s", 2 * time.Second, 6},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rate, func(t *testing.T) {
-			s, err := NewSchedule(rate.MustParse(tt.rate), tt.dur)
-			if err != nil {
-				t.Fatalf("NewSchedule: %v", err)
+			clock := &fakeClock{now: time.Unix(1000, 0)}
+			c, got, dropped := dispatchRun(t, context.Background(), tt.rate, tt.dur, clock, nil)
+			if c.sent != tt.n || c.droppedNoVU != 0 || c.droppedLate != 0 || c.stopped || dropped != 0 || int64(len(got)) != tt.n {
+				t.Fatalf("counts %+v, %d handed, %d dropped; want %d sent, none dropped", c, len(got), dropped, tt.n)
 			}
-			if s.Planned() != int64(len(tt.want)) {
-				t.Fatalf("Planned() = %d, want %d", s.Planned(), len(tt.want))
-			}
-			for i, want := range tt.want {
-				if got, _ := s.Due(int64(i)); got != want {
-					t.Errorf("Due(%d) = %d, want %d", i, got, want)
+			s, _ := rate.NewSchedule(rate.MustParse(tt.rate), tt.dur)
+			var prev time.Duration
+			for k, h := range got {
+				want, _ := s.Due(int64(k))
+				if h.i != int64(k) || h.due != want || h.late != 0 || h.at != want {
+					t.Fatalf("release %d = %+v, want iteration %d due and released at %v, late 0", k, h, k, want)
 				}
+				if k > 0 && clock.sleeps[k-1] != want-prev {
+					t.Errorf("wait before %d = %v, want %v", k, clock.sleeps[k-1], want-prev)
+				}
+				prev = want
+			}
+			if len(clock.sleeps) != int(tt.n-1) {
+				t.Errorf("%d waits, want %d (none before the first)", len(clock.sleeps), tt.n-1)
 			}
 		})
 	}
 }
 
-// No drift: the 600th arrival of 20/s is exactly at 29.95 s, and the due
-// times of a long run stay within a nanosecond of i/rate.
-func TestScheduleNoDrift(t *testing.T) {
-	s, err := NewSchedule(rate.MustParse("3/s"), 24*time.Hour)
-	if err != nil {
-		t.Fatal(err)
+// A clock that wakes 3 ms late makes every iteration after the first 3 ms
+// late, never more (no drift), and the next wait is shorter by as much.
+func TestDispatcherOversleep(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(0, 0), oversleep: 3 * time.Millisecond}
+	c, got, _ := dispatchRun(t, context.Background(), "10/s", time.Second, clock, nil)
+	if c.sent != 10 || len(got) != 10 {
+		t.Fatalf("counts %+v, want 10 sent", c)
 	}
-	for _, i := range []int64{1, 2, 3, 1000, 99_999, 259_199} {
-		got, _ := s.Due(i)
-		exact := float64(i) * 1e9 / 3
-		if d := float64(got) - exact; d > 0 || d <= -1 {
-			t.Errorf("Due(%d) = %d, want floor(%f)", i, got, exact)
+	for k, h := range got {
+		wantLate := 3 * time.Millisecond
+		if k == 0 {
+			wantLate = 0
+		}
+		if h.late != wantLate || h.due != time.Duration(k)*100*time.Millisecond {
+			t.Errorf("release %d: due %v late %v, want %v late %v", k, h.due, h.late, time.Duration(k)*100*time.Millisecond, wantLate)
 		}
 	}
-	s, _ = NewSchedule(rate.MustParse("20/s"), 30*time.Second)
-	if got, _ := s.Due(599); got != 29950*time.Millisecond {
-		t.Errorf("Due(599) = %v, want 29.95s", got)
+	want := []time.Duration{100 * time.Millisecond}
+	for range 8 {
+		want = append(want, 97*time.Millisecond)
+	}
+	if !slices.Equal(clock.sleeps, want) {
+		t.Errorf("waits %v, want %v", clock.sleeps, want)
 	}
 }
 
-func TestSchedulePace(t *testing.T) {
-	s, err := NewSchedule(rate.MustParse("10/s"), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		elapsed time.Duration
-		started int64
-		wait    time.Duration
-		stop    bool
-	}{
-		{0, 0, 0, false},
-		{0, 1, 100 * time.Millisecond, false},
-		{30 * time.Millisecond, 1, 70 * time.Millisecond, false},
-		{250 * time.Millisecond, 2, -50 * time.Millisecond, false}, // late by 50 ms
-		{990 * time.Millisecond, 9, -90 * time.Millisecond, false},
-		{990 * time.Millisecond, 10, 0, true},
-		{5 * time.Second, 10, 0, true},
-	}
-	for _, tt := range tests {
-		wait, stop := s.Pace(tt.elapsed, tt.started)
-		if wait != tt.wait || stop != tt.stop {
-			t.Errorf("Pace(%v, %d) = %v, %v; want %v, %v", tt.elapsed, tt.started, wait, stop, tt.wait, tt.stop)
-		}
-	}
-}
-
-func TestScheduleExpected(t *testing.T) {
-	s, err := NewSchedule(rate.MustParse("7/s"), 1500*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		elapsed time.Duration
-		want    int64
-	}{
-		{-time.Second, 0},
-		{0, 0},               // nothing is due strictly before 0
-		{1, 1},               // i=0 is due at 0 < 1 ns
-		{142857142, 1},       // due(1) is not before itself
-		{142857143, 2},       //
-		{time.Second, 7},     // 0 .. 6/7
-		{time.Second + 1, 8}, // 7/7 = 1 s exactly
-		{1500 * time.Millisecond, 11},
-		{time.Hour, 11},
-	}
-	for _, tt := range tests {
-		if got := s.Expected(tt.elapsed); got != tt.want {
-			t.Errorf("Expected(%v) = %d, want %d", tt.elapsed, got, tt.want)
-		}
-	}
-}
-
-func TestScheduleRejects(t *testing.T) {
-	tests := []struct {
-		name string
-		r    rate.Rate
-		d    time.Duration
-	}{
-		{"zero rate", rate.Rate{}, time.Second},
-		{"negative count", rate.Rate{Count: -1, Per: time.Second}, time.Second},
-		{"NaN count", rate.Rate{Count: math.NaN(), Per: time.Second}, time.Second},
-		{"infinite count", rate.Rate{Count: math.Inf(1), Per: time.Second}, time.Second},
-		{"zero duration", rate.Rate{Count: 1, Per: time.Second}, 0},
-		{"negative duration", rate.Rate{Count: 1, Per: time.Second}, -time.Second},
-		{"a third", rate.Rate{Count: 1.0 / 3, Per: time.Second}, time.Second},
-		{"period overflows with scale", rate.Rate{Count: 0.000000001, Per: 1 << 40}, time.Second},
-		{"too many iterations", rate.Rate{Count: 1e18, Per: time.Nanosecond}, time.Duration(math.MaxInt64)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if s, err := NewSchedule(tt.r, tt.d); err == nil {
-				t.Errorf("NewSchedule(%v, %v) = %+v, want error", tt.r, tt.d, s)
+// Drops, exactly: an iteration with no VU is dropped alone; after a stall
+// every iteration more than MaxLateness late is dropped at once and the
+// rest are released late, without a burst of the backlog.
+func TestDispatcherDrops(t *testing.T) {
+	t.Run("no VU and a short stall", func(t *testing.T) {
+		clock := &fakeClock{now: time.Unix(0, 0)}
+		c, got, dropped := dispatchRun(t, context.Background(), "10/s", time.Second, clock, func(i int64) bool {
+			if i == 5 {
+				clock.now = clock.now.Add(400 * time.Millisecond) // the generator stalls
 			}
+			return i != 3
 		})
-	}
-}
-
-func FuzzSchedule(f *testing.F) {
-	f.Add(uint64(3), uint8(0), int64(time.Second), int64(time.Second))
-	f.Add(uint64(7), uint8(0), int64(time.Second), int64(1500*time.Millisecond))
-	f.Add(uint64(25), uint8(1), int64(time.Second), int64(time.Second))
-	f.Fuzz(func(t *testing.T, count uint64, scale uint8, per, dur int64) {
-		if count == 0 || count > 1e12 || per <= 0 || dur <= 0 {
-			return
+		// i=6 (due 600 ms) is reached at 900 ms, 300 ms late: dropped;
+		// i=7..9 are 200, 100 and 0 ms late: released.
+		if c.sent != 8 || c.droppedNoVU != 1 || c.droppedLate != 1 || dropped != 2 || c.stopped {
+			t.Errorf("counts %+v, dropped %d; want 8 sent, 1 without a VU, 1 late", c, dropped)
 		}
-		c := float64(count) / math.Pow10(int(scale%6))
-		s, err := NewSchedule(rate.Rate{Count: c, Per: time.Duration(per)}, time.Duration(dur))
-		if err != nil {
-			return
+		var ids []int64
+		var lates []time.Duration
+		for _, h := range got {
+			ids = append(ids, h.i)
+			lates = append(lates, h.late)
 		}
-		n := s.Planned()
-		if n < 1 {
-			t.Fatalf("Planned() = %d, want >= 1 (i=0 is due at 0)", n)
-		}
-		last, ok := s.Due(n - 1)
-		if !ok || last >= time.Duration(dur) || last < 0 {
-			t.Fatalf("Due(%d) = %v, %v; want in [0, %v)", n-1, last, ok, time.Duration(dur))
-		}
-		if n > 1 {
-			prev, _ := s.Due(n - 2)
-			if prev > last {
-				t.Fatalf("Due not monotonic: %v > %v", prev, last)
-			}
+		ms := time.Millisecond
+		if !slices.Equal(ids, []int64{0, 1, 2, 3, 4, 5, 7, 8, 9}) || !slices.Equal(lates, []time.Duration{0, 0, 0, 0, 0, 0, 200 * ms, 100 * ms, 0}) {
+			t.Errorf("handed %v late %v; want 0-5 on time, 6 dropped, 7-9 late 200, 100, 0 ms", ids, lates)
 		}
 	})
+	t.Run("a long stall", func(t *testing.T) {
+		clock := &fakeClock{now: time.Unix(0, 0)}
+		c, got, dropped := dispatchRun(t, context.Background(), "10/s", 2*time.Second, clock, func(i int64) bool {
+			if i == 2 {
+				clock.now = clock.now.Add(time.Second)
+			}
+			return true
+		})
+		// At 1.2 s every iteration due before 950 ms (3..9) is dropped at
+		// once; 10, 11 and 12 go 200, 100 and 0 ms late, the rest on time.
+		if c.sent != 13 || c.droppedLate != 7 || dropped != 7 || c.droppedNoVU != 0 {
+			t.Errorf("counts %+v, dropped %d; want 13 sent, 7 late", c, dropped)
+		}
+		if len(got) != 13 || got[3].i != 10 || got[3].late != 200*time.Millisecond || got[5].i != 12 || got[5].late != 0 || got[12].i != 19 {
+			t.Errorf("handed %+v", got)
+		}
+	})
+}
+
+// The dispatcher stops when its context ends, whether between iterations
+// or during a wait, and reports it.
+func TestDispatcherStops(t *testing.T) {
+	t.Run("between iterations", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		clock := &fakeClock{now: time.Unix(0, 0)}
+		c, got, _ := dispatchRun(t, ctx, "10/s", time.Second, clock, func(i int64) bool {
+			if i == 4 {
+				cancel()
+			}
+			return true
+		})
+		if !c.stopped || c.sent != 5 || len(got) != 5 {
+			t.Errorf("counts %+v, %d handed; want stopped after 5", c, len(got))
+		}
+	})
+	t.Run("during a wait", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		clock := &fakeClock{now: time.Unix(0, 0), cancelAt: 3, cancel: cancel}
+		c, got, _ := dispatchRun(t, ctx, "10/s", time.Second, clock, nil)
+		if !c.stopped || c.sent != 3 || len(got) != 3 || len(clock.sleeps) != 3 {
+			t.Errorf("counts %+v, %d handed, %d waits; want stopped in the third wait after 3", c, len(got), len(clock.sleeps))
+		}
+	})
+}
+
+// The real clock waits the whole wait, and no longer than a cancelled
+// context allows.
+func TestRealClockSleep(t *testing.T) {
+	var c realClock
+	for range 2 { // the second wait reuses the timer
+		start := time.Now()
+		if !c.Sleep(context.Background(), 5*time.Millisecond) {
+			t.Fatal("Sleep(5ms) = false with a live context")
+		}
+		if el := time.Since(start); el < 5*time.Millisecond {
+			t.Errorf("Sleep(5ms) returned after %v", el)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel)
+	start := time.Now()
+	if c.Sleep(ctx, time.Hour) {
+		t.Fatal("Sleep(1h) = true, want false once the context ends")
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("a cancelled Sleep took %v", el)
+	}
+	if c.Sleep(ctx, time.Hour) {
+		t.Error("Sleep on an ended context = true")
+	}
 }

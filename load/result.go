@@ -3,73 +3,85 @@ package load
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/ratelimit-dev/ratelimit/doc"
 )
 
-// Result is the document of one run (`-o json`, `--out FILE`). Field names
-// are stable; docs/ describes them.
+// Result is one run, as the engine records it. Its JSON form is the load
+// document (`-o json`, `--out FILE`), written and read by MarshalJSON and
+// UnmarshalJSON (document.go): the field names and units of the document
+// (docs/json.md) are not those of this struct, which has no JSON tags.
 type Result struct {
-	Kind    string `json:"kind"`    // "load"
-	Version int    `json:"version"` // 1
+	// Kind and Version are what the engine sets ("load", 1); the document
+	// always carries Kind and Version of this package, in Header.
+	Kind    string
+	Version int
+	// Header is the document's envelope; cmd stamps it. Its StartedAt is
+	// StartedAt.
+	Header doc.Header
+	// Checks are the run's checks as a document read them; nil for a run
+	// (CheckList derives them).
+	Checks []doc.Check
 
-	Target     string    `json:"target"` // password masked (secret.URL); never the credentials sent
-	Method     string    `json:"method"`
-	StartedAt  time.Time `json:"started_at"`
-	Rate       string    `json:"rate"`
-	RatePerS   float64   `json:"rate_per_s"`
-	DurationS  float64   `json:"duration_s"`
-	ElapsedS   float64   `json:"elapsed_s"`  // start to the last response
-	TimeoutS   float64   `json:"timeout_s"`  // per request
-	Identities int       `json:"identities"` // 0: none sent
-	RunID      string    `json:"run_id"`
+	Target     string // password masked (secret.URL); never the credentials sent
+	Method     string
+	StartedAt  time.Time
+	Rate       string
+	RatePerS   float64
+	DurationS  float64
+	ElapsedS   float64 // start to the last response
+	TimeoutS   float64 // per request
+	Identities int     // 0: none sent
+	RunID      string
 
-	Planned      int64   `json:"planned"` // iterations due before the end
-	Sent         int64   `json:"sent"`    // requests started
-	Dropped      int64   `json:"dropped"` // due but not sent (dropped_no_vu + dropped_late)
-	DroppedNoVU  int64   `json:"dropped_no_vu"`
-	DroppedLate  int64   `json:"dropped_late"`
-	NotStarted   int64   `json:"not_started"` // never due because the run was interrupted
-	Interrupted  bool    `json:"interrupted"` // Ctrl-C (the counts cover what ran)
-	Aborted      bool    `json:"aborted"`     // --abort-on-fail stopped the run (the counts cover what ran)
-	AbortReason  string  `json:"abort_reason,omitempty"`
-	Completed    int64   `json:"completed"` // sent minus those cut off by an interrupt
-	Responses    int64   `json:"responses"` // completed with an HTTP status
-	AchievedRate float64 `json:"achieved_rate_per_s"`
+	Planned      int64 // iterations due before the end
+	Sent         int64 // requests started
+	Dropped      int64 // due but not sent (dropped_no_vu + dropped_late)
+	DroppedNoVU  int64
+	DroppedLate  int64
+	NotStarted   int64 // never due because the run was interrupted
+	Interrupted  bool  // Ctrl-C (the counts cover what ran)
+	Aborted      bool  // --abort-on-fail stopped the run (the counts cover what ran)
+	AbortReason  string
+	Completed    int64 // sent minus those cut off by an interrupt
+	Responses    int64 // completed with an HTTP status
+	AchievedRate float64
 	// ResponsesPerS is the response throughput: responses over the time
 	// from the start to the last response (elapsed_s).
-	ResponsesPerS float64 `json:"responses_per_s"`
+	ResponsesPerS float64
 	// BytesIn and BytesOut are the bytes read from and written to the
 	// target's connections (headers, bodies and TLS included), over the
 	// whole run; 0 with a transport the engine does not own (tests).
-	BytesIn  int64 `json:"bytes_in"`
-	BytesOut int64 `json:"bytes_out"`
+	BytesIn  int64
+	BytesOut int64
 
-	Status         map[string]int64 `json:"status"` // per HTTP status code
-	Allowed        int64            `json:"allowed"`
-	RateLimited    int64            `json:"rate_limited"` // 429s
-	RateLimitedPct float64          `json:"rate_limited_pct"`
-	Failed         int64            `json:"failed"` // unexpected status or transport error
-	FailedPct      float64          `json:"failed_pct"`
-	Errors         map[string]int64 `json:"errors"` // transport errors by kind
+	Status         map[string]int64 // per HTTP status code
+	Allowed        int64
+	RateLimited    int64 // 429s
+	RateLimitedPct float64
+	Failed         int64 // unexpected status or transport error
+	FailedPct      float64
+	Errors         map[string]int64 // transport errors by kind
 
-	Timeline []Second `json:"timeline"` // by the second the request was sent in
+	Timeline []Second // by the second the request was sent in
 
 	// Bucket counts of the two latencies (omitted when nothing completed).
-	LatencyHistogram        *Histogram `json:"latency_histogram,omitempty"`          // from send
-	LatencyFromDueHistogram *Histogram `json:"latency_from_due_histogram,omitempty"` // from the due time
+	LatencyHistogram        *Histogram // from send
+	LatencyFromDueHistogram *Histogram // from the due time
 
-	Latency         Latency  `json:"latency_ms"`          // from send to the last byte
-	LatencyFromDue  Latency  `json:"latency_from_due_ms"` // from the due time (no coordinated omission)
-	Lateness        Latency  `json:"lateness_ms"`         // from the due time to the send
-	VUs             VUStats  `json:"vus"`
-	Generator       GenStat  `json:"generator"`
-	Headers         Headers  `json:"headers"`
-	Thresholds      []Check  `json:"thresholds"`
-	Expect          *Judged  `json:"expect,omitempty"`
-	Verdict         string   `json:"verdict"` // "pass", "fail" or "interrupted"
-	VerdictMessages []string `json:"verdict_messages,omitempty"`
+	Latency         Latency // from send to the last byte
+	LatencyFromDue  Latency // from the due time (no coordinated omission)
+	Lateness        Latency // from the due time to the send
+	VUs             VUStats
+	Generator       GenStat
+	Headers         Headers
+	Thresholds      []Check
+	Expect          *Judged
+	Verdict         string // "pass", "fail" or "interrupted"
+	VerdictMessages []string
 	// Notes are what a reader should know that is not a failure, such as
 	// a target that showed no sign of a limiter.
-	Notes []string `json:"notes,omitempty"`
+	Notes []string
 }
 
 // Second is one entry of the timeline.

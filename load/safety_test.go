@@ -95,7 +95,7 @@ func FuzzPlan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, m int64, places uint8, per, dur int64, bits uint64) {
 		p := int(places % 10)
 		c, _ := new(big.Rat).SetFrac(big.NewInt(m), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(p)), nil)).Float64()
-		check := func(r rate.Rate) (Schedule, error) {
+		check := func(r rate.Rate) (rate.Schedule, error) {
 			s, err := Plan(r, time.Duration(dur), MaxPlanned)
 			if err != nil {
 				if exitcode.Code(err) != exitcode.Usage {

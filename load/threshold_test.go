@@ -290,7 +290,7 @@ func TestRunNoLimiterSeen(t *testing.T) {
 // The net/http path counts the bytes of its connections too.
 func TestNetHTTPBytesCounted(t *testing.T) {
 	pt := newPlainTarget(t, 200, 0)
-	o, err := Options{Target: pt.URL, Rate: rate.MustParse("1/s"), Duration: time.Second}.withDefaults()
+	o, err := Options{Target: pt.URL, Rate: rate.MustParse("1/s"), Duration: time.Second, HTTPClient: HTTPClientStd}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,12 +298,13 @@ func TestNetHTTPBytesCounted(t *testing.T) {
 	if err := e.prepare(); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := e.client.Get(pt.URL)
+	std := e.client.(*stdClient)
+	resp, err := std.hc.Get(pt.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	e.tr.CloseIdleConnections()
+	std.close()
 	if e.bytesIn.Load() < int64(len("HTTP/1.1 200 OK\r\n\r\nhello")) || e.bytesOut.Load() < int64(len("GET / HTTP/1.1\r\n\r\n")) {
 		t.Errorf("bytes in %d out %d", e.bytesIn.Load(), e.bytesOut.Load())
 	}

@@ -1,7 +1,6 @@
 package load
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"sync/atomic"
@@ -21,15 +20,7 @@ type vu struct {
 	id   int
 	jobs chan job // capacity 1: the scheduler hands a job only to an idle VU
 
-	// The VU's requests carry ctx, derived once from the run's context (not
-	// per request, so VUs do not contend on the run context's lock); timer
-	// cancels it when a request outlives --timeout, and the VU renews it.
-	ctx    context.Context
-	cancel context.CancelFunc
-	timer  *time.Timer
-	reqs   []*http.Request // the prepared requests bound to ctx (nil: bind per request)
-
-	h1 h1State // the lean client's connection (when engine.h1)
+	conn conn // the VU's side of the engine's client
 
 	lat, fromDue *hdrhistogram.Histogram // µs
 
@@ -45,8 +36,8 @@ type vu struct {
 
 	bytesIn, bytesOut atomic.Int64 // the lean client's connections
 
-	hdr    headerCounts
-	policy policyCache
+	hdr       headerCounts
+	inspector header.Inspector // caches the last RateLimit-Policy parse
 }
 
 type headerCounts struct {
@@ -62,14 +53,6 @@ type headerCounts struct {
 	policyValues               map[string]int64 // valid RateLimit-Policy values seen
 }
 
-// policyCache remembers the last RateLimit-Policy value: it is meant to stay
-// the same over a run, so most responses skip the parse.
-type policyCache struct {
-	raw      string
-	policies []header.Policy
-	err      error
-}
-
 func newVU(e *engine, id int) *vu {
 	v := &vu{
 		e: e, id: id, jobs: make(chan job, 1),
@@ -78,17 +61,12 @@ func newVU(e *engine, id int) *vu {
 		status:  map[int]int64{},
 		errs:    map[string]int64{},
 		hdr:     headerCounts{policyValues: map[string]int64{}},
-		h1:      h1State{hdr: http.Header{}},
 	}
-	if e.h1 {
-		v.interruptOnDone(e.runCtx)
+	if e.client != nil {
+		v.conn = e.client.open(e.runCtx, &v.bytesIn, &v.bytesOut)
 	}
 	return v
 }
-
-// maxBoundRequests is how many prepared requests (identities) a VU keeps
-// bound to its context; beyond it, each iteration binds its own copy.
-const maxBoundRequests = 64
 
 func (v *vu) loop() {
 	live := v.e.o.Live
@@ -99,29 +77,8 @@ func (v *vu) loop() {
 		}
 		v.e.idle.push(v)
 	}
-	if v.cancel != nil {
-		v.timer.Stop()
-		v.cancel()
-	}
-	if v.h1.stop != nil {
-		v.h1.stop()
-	}
-	v.h1.closeConn()
-}
-
-// renew gives the VU a fresh context and timeout timer. Each timer cancels
-// only the context it was made with, so a timer firing late is harmless.
-func (v *vu) renew() {
-	if v.cancel != nil {
-		v.cancel()
-	}
-	ctx, cancel := context.WithCancel(v.e.runCtx)
-	v.ctx, v.cancel = ctx, cancel
-	v.timer = time.AfterFunc(time.Hour, cancel)
-	v.timer.Stop()
-	// Requests with a body need a fresh body each time: they are never kept.
-	if len(v.e.reqs) <= maxBoundRequests && len(v.e.o.Body) == 0 {
-		v.reqs = make([]*http.Request, len(v.e.reqs))
+	if v.conn != nil {
+		v.conn.close()
 	}
 }
 
@@ -217,74 +174,49 @@ func (v *vu) tick(sec, status int32) {
 	v.timeline = append(v.timeline, tick{sec: sec, status: status, n: 1})
 }
 
-// inspect checks the rate limit headers of one response.
+// inspect counts what header.Inspect finds in the rate limit headers of
+// one response.
 func (v *vu) inspect(status int, h http.Header, now time.Time) {
+	in := v.inspector.Inspect(status, h, now)
 	c := &v.hdr
-	if vs := header.PolicyLines(h); len(vs) > 0 {
+	if in.HasPolicy {
 		c.policyPresent++
-		raw := vs[0]
-		if len(vs) > 1 {
-			raw = joinLines(vs)
-		}
-		if raw != v.policy.raw || (v.policy.policies == nil && v.policy.err == nil) {
-			v.policy.raw = raw
-			v.policy.policies, v.policy.err = header.ParsePolicies(vs)
-		}
-		if v.policy.err == nil {
+		if in.PolicyErr == nil {
 			c.policyValid++
-			c.policyValues[raw]++
+			c.policyValues[in.PolicyValue]++
 		} else if c.policyErr == "" {
-			c.policyErr = v.policy.err.Error()
+			c.policyErr = in.PolicyErr.Error()
 		}
 	}
-	if vs := header.LimitLines(h); len(vs) > 0 {
+	if in.HasLimit {
 		c.limitPresent++
-		ls, err := header.ParseLimits(vs)
-		if err == nil && v.policy.err == nil && len(header.PolicyLines(h)) > 0 {
-			err = header.CheckConsistent(v.policy.policies, ls)
-		}
-		if err == nil {
+		if in.LimitErr == nil {
 			c.limitValid++
 		} else if c.limitErr == "" {
-			c.limitErr = err.Error()
+			c.limitErr = in.LimitErr.Error()
 		}
 	}
 	if status == http.StatusTooManyRequests {
 		c.retryChecked++
-		if len(h[header.NameRetryAfter]) > 0 {
+		if in.HasRetryAfter {
 			c.retryPresent++
 		}
-		if _, err := header.CheckRetryAfter(h, now); err == nil {
+		if in.RetryAfterErr == nil {
 			c.retryValid++
 		} else if c.retryErr == "" {
-			c.retryErr = err.Error()
+			c.retryErr = in.RetryAfterErr.Error()
 		}
-		if ok, why := header.Storable429(h); ok {
+		if in.Storable {
 			c.storable++
 			if c.storableWhy == "" {
-				c.storableWhy = why
+				c.storableWhy = in.StorableWhy
 			}
 		}
 	}
-	if l, ok := header.ParseLegacy(h); ok {
+	if in.HasLegacy {
 		c.legacy++
-		c.legacyPrefix = l.Prefix
+		c.legacyPrefix = in.Legacy.Prefix
 	}
-}
-
-func joinLines(vs []string) string {
-	n := 0
-	for _, s := range vs {
-		n += len(s) + 2
-	}
-	b := make([]byte, 0, n)
-	for i, s := range vs {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		b = append(b, s...)
-	}
-	return string(b)
 }
 
 func isRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }

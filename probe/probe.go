@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/secret"
 )
@@ -122,12 +123,10 @@ type Options struct {
 
 // Result is the probe document (kind "probe").
 type Result struct {
-	Kind    string `json:"kind"`
-	Version int    `json:"version"`
-	Target  string `json:"target"` // the URL, userinfo masked
-	Method  string `json:"method"`
-	// StartedAt is when the first request was sent (RFC 3339).
-	StartedAt string  `json:"started_at"`
+	doc.Header
+	Target string `json:"target"` // the URL, userinfo masked
+	Method string `json:"method"`
+	// ElapsedMs is from the first request to the last response.
 	ElapsedMs float64 `json:"elapsed_ms"`
 	// Peer is the probe's address as the target sees it (the local end of
 	// the connection): spoofing findings hold for clients reaching the
@@ -149,18 +148,27 @@ type Policy struct {
 	Source string `json:"source"`
 }
 
-// Check is one audit's outcome.
+// Check is one audit's outcome: a doc.Check (a warning is a failure that
+// does not fail the run; a skipped check passes) with the probe's status
+// word, the evidence and the fix.
 type Check struct {
-	ID       string   `json:"id"`
+	doc.Check
 	Status   string   `json:"status"` // pass, fail, warn or skip
-	Pass     bool     `json:"pass"`   // false only for fail
-	Message  string   `json:"message"`
 	Evidence []string `json:"evidence,omitempty"`
 	Fix      string   `json:"fix,omitempty"`
 }
 
 // Pass reports whether no check failed.
 func (r Result) Pass() bool { return r.Verdict == Pass }
+
+// CheckList is the checks as every document kind spells them.
+func (r Result) CheckList() []doc.Check {
+	out := make([]doc.Check, len(r.Checks))
+	for i, c := range r.Checks {
+		out[i] = c.Check
+	}
+	return out
+}
 
 // Validate checks o before anything is sent: every error is exit 2.
 func (o Options) Validate() error {
@@ -199,6 +207,14 @@ func validToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// identityName is the identity header as the user spelt it.
+func (o Options) identityName() string {
+	if o.IdentityHeader == "" {
+		return DefaultIdentityHeader
+	}
+	return o.IdentityHeader
 }
 
 func (o Options) identityHeader() string {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
 	"github.com/ratelimit-dev/ratelimit/secret"
@@ -68,9 +69,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if method == "" {
 		method = http.MethodGet
 	}
-	res := Result{Kind: Kind, Version: Version, Target: secret.URL(o.URL), Method: method, Checks: []Check{}}
+	res := Result{Header: doc.Header{Kind: Kind, Version: Version}, Target: secret.URL(o.URL), Method: method, Checks: []Check{}}
 	start := time.Now()
-	res.StartedAt = start.Format(time.RFC3339Nano)
+	res.StartedAt = start
 	id := func(letter string) string { return "probe-" + o.RunID + "-" + letter }
 
 	first, err := p.send(ctx, id("A"))
@@ -372,18 +373,20 @@ func (d *data) judge(o Options) []Check {
 			c.Message = why
 		}
 		if slices.Contains(o.Skip, c.ID) {
-			*c = Check{ID: c.ID, Status: Skip, Message: "skipped by --skip " + c.ID}
+			*c = Check{Check: doc.Check{ID: c.ID, Message: "skipped by --skip " + c.ID}, Status: Skip}
 		}
 		if c.Status == Fail && slices.Contains(o.WarnOnly, c.ID) {
 			c.Status = Warn
 			c.Message += " (a warning by --warn-only " + c.ID + ")"
 		}
-		c.Pass = c.Status != Fail
+		c.Pass = c.Status == Pass || c.Status == Skip
+		c.Warning = c.Status == Warn
+		c.Skipped = c.Status == Skip
 	}
 	return checks
 }
 
-func skip(id, why string) Check { return Check{ID: id, Status: Skip, Message: why} }
+func skip(id, why string) Check { return Check{Check: doc.Check{ID: id, Message: why}, Status: Skip} }
 
 // refusal is A's first refusal, when A was limited.
 func (d *data) refusal() (obs, bool) {
@@ -416,7 +419,7 @@ func (d *data) refusals() []obs {
 }
 
 func (d *data) limitedStatus() Check {
-	c := Check{ID: CheckLimitedStatus}
+	c := Check{Check: doc.Check{ID: CheckLimitedStatus}}
 	first := d.a[0]
 	if !first.admitted() {
 		c.Status = Fail
@@ -456,7 +459,7 @@ func (d *data) limitedStatus() Check {
 }
 
 func (d *data) retryAfter() Check {
-	c := Check{ID: CheckRetryAfter}
+	c := Check{Check: doc.Check{ID: CheckRetryAfter}}
 	refs := d.refusals()
 	if len(refs) == 0 {
 		return skip(c.ID, "no refusal to inspect")
@@ -489,7 +492,7 @@ func (d *data) retryAfter() Check {
 const retryAfterSlack = 300 * time.Millisecond
 
 func (d *data) retryAfterHonest() Check {
-	c := Check{ID: CheckRetryAfterHonest}
+	c := Check{Check: doc.Check{ID: CheckRetryAfterHonest}}
 	if len(d.e) == 0 || !d.e[len(d.e)-1].refused() {
 		return skip(c.ID, "identity E was not limited")
 	}
@@ -542,7 +545,7 @@ func pollStep(polls []obs, ref obs) time.Duration {
 }
 
 func (d *data) headers() Check {
-	c := Check{ID: CheckHeaders}
+	c := Check{Check: doc.Check{ID: CheckHeaders}}
 	var bad []string
 	standard, legacy := 0, 0
 	for _, o := range d.all {
@@ -615,7 +618,7 @@ func firstN(xs []string, n int) []string {
 }
 
 func (d *data) reset() Check {
-	c := Check{ID: CheckReset}
+	c := Check{Check: doc.Check{ID: CheckReset}}
 	tc, roundC, okc := resetOf(d.c)
 	td, _, okd := resetOf(d.d)
 	if d.c.Header == nil || (!okc && !okd) {
@@ -668,7 +671,7 @@ func countAdmitted(os []obs) int {
 }
 
 func (d *data) policyCheck() Check {
-	c := Check{ID: CheckPolicy}
+	c := Check{Check: doc.Check{ID: CheckPolicy}}
 	if d.q <= 0 {
 		return skip(c.ID, "no advertised policy (RateLimit-Policy) and no --expect")
 	}
@@ -714,7 +717,7 @@ func (d *data) policyCheck() Check {
 }
 
 func (d *data) cacheable() Check {
-	c := Check{ID: CheckCacheable}
+	c := Check{Check: doc.Check{ID: CheckCacheable}}
 	var notes []string
 	n429 := 0
 	for _, o := range d.all {
@@ -748,30 +751,30 @@ func (d *data) cacheable() Check {
 }
 
 func (d *data) isolation(o Options) Check {
-	c := Check{ID: CheckIsolation}
+	c := Check{Check: doc.Check{ID: CheckIsolation}}
 	if _, ok := d.refusal(); !ok {
 		return skip(c.ID, "the endpoint was not limited")
 	}
 	c.Evidence = []string{"fresh identity B right after A ran out: " + evidenceLine(d.b), "no identity right after A ran out: " + evidenceLine(d.anonMid)}
 	if !d.b.admitted() {
 		c.Status = Fail
-		c.Message = fmt.Sprintf("a fresh %s was refused right after another ran out: identities share one quota", o.identityHeader())
-		c.Fix = fmt.Sprintf("key the limiter by the client's identity (%s), not by a global or per-address bucket; or pass --identity-header", o.identityHeader())
+		c.Message = fmt.Sprintf("a fresh %s was refused right after another ran out: identities share one quota", o.identityName())
+		c.Fix = fmt.Sprintf("key the limiter by the client's identity (%s), not by a global or per-address bucket; or pass --identity-header", o.identityName())
 		return c
 	}
 	if !d.anonMid.admitted() {
 		c.Status = Warn
-		c.Message = fmt.Sprintf("a request without %s was refused right after identity A ran out: anonymous requests may share the quota of identified ones", o.identityHeader())
+		c.Message = fmt.Sprintf("a request without %s was refused right after identity A ran out: anonymous requests may share the quota of identified ones", o.identityName())
 		c.Fix = "give requests without an identity their own per-address quota"
 		return c
 	}
 	c.Status = Pass
-	c.Message = fmt.Sprintf("a fresh %s has its own quota, and so do requests without one", o.identityHeader())
+	c.Message = fmt.Sprintf("a fresh %s has its own quota, and so do requests without one", o.identityName())
 	return c
 }
 
 func (d *data) spoofing() Check {
-	c := Check{ID: CheckSpoofing}
+	c := Check{Check: doc.Check{ID: CheckSpoofing}}
 	if len(d.anon) == 0 {
 		return skip(c.ID, "the endpoint was not limited")
 	}
@@ -809,7 +812,7 @@ func (d *data) peerOr() string {
 }
 
 func (d *data) headersOnSuccess() Check {
-	c := Check{ID: CheckHeadersOnSuccess}
+	c := Check{Check: doc.Check{ID: CheckHeadersOnSuccess}}
 	has := func(h http.Header) bool {
 		_, legacy := header.ParseLegacy(h)
 		return len(header.PolicyLines(h)) > 0 || len(header.LimitLines(h)) > 0 || legacy

@@ -33,7 +33,7 @@ func TestRunMinimalACL(t *testing.T) {
 				t.Fatalf("Run as the minimal ACL user: %v", err)
 			}
 			if !res.Pass() {
-				t.Errorf("verdict %q failures %v", res.Verdict, res.Failures)
+				t.Errorf("verdict %q failures %v", res.Verdict, res.Failures())
 			}
 			for _, s := range res.Strategies {
 				if s.Errors[0] != 0 {

@@ -69,6 +69,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
@@ -76,7 +77,7 @@ import (
 // Kind and Version identify a race result document.
 const (
 	Kind    = "race"
-	Version = 1
+	Version = 2
 )
 
 // Defaults of the command's flags.
@@ -282,14 +283,14 @@ func Run(ctx context.Context, client redis.UniversalClient, opts Options) (res R
 	}
 
 	res = Result{
-		Kind: Kind, Version: Version,
+		Header:        doc.Header{Kind: Kind, Version: Version},
 		RunID:         opts.RunID,
-		Keys:          pattern,
+		KeyPattern:    pattern,
 		Concurrency:   opts.Concurrency,
 		Limit:         opts.Limit,
 		Trials:        opts.Trials,
 		WatchAttempts: opts.WatchAttempts,
-		Failures:      []string{},
+		Checks:        []doc.Check{},
 		Notes:         []string{},
 	}
 	if _, ok := client.(*redis.ClusterClient); ok {

@@ -49,7 +49,7 @@ func BenchmarkRace(b *testing.B) {
 			c := benchServer(b, n)
 			for _, s := range Names() {
 				b.Run(s, func(b *testing.B) {
-					var wallUs, p99Us int64
+					var wallMs, p99Ms float64
 					admitted, trials := 0, 0
 					for b.Loop() {
 						res, err := Run(context.Background(), c, Options{Concurrency: n, Limit: DefaultLimit, Trials: 1, Strategies: []string{s}})
@@ -60,13 +60,13 @@ func BenchmarkRace(b *testing.B) {
 						if st.Errors[0] > 0 {
 							b.Fatalf("%s: %d errors, e.g. %s", s, st.Errors[0], st.ErrorSample)
 						}
-						wallUs += st.WallUs[0]
-						p99Us += st.TrialP99Us[0]
-						admitted += st.Admitted[0]
+						wallMs += st.WallMs[0]
+						p99Ms += st.TrialP99Ms[0]
+						admitted += st.Allowed[0]
 						trials++
 					}
-					b.ReportMetric(float64(wallUs)/float64(trials)/1e3, "wall-ms/trial")
-					b.ReportMetric(float64(p99Us)/float64(trials)/1e3, "p99-ms/trial")
+					b.ReportMetric(wallMs/float64(trials), "wall-ms/trial")
+					b.ReportMetric(p99Ms/float64(trials), "p99-ms/trial")
 					b.ReportMetric(float64(admitted)/float64(trials), "admitted/trial")
 				})
 			}

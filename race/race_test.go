@@ -66,14 +66,14 @@ func TestRunDefaults(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			if res.Verdict != "pass" || len(res.Failures) != 0 {
-				t.Errorf("verdict %q, failures %v, want pass", res.Verdict, res.Failures)
+			if res.Verdict != "pass" || len(res.Failures()) != 0 {
+				t.Errorf("verdict %q, failures %v, want pass", res.Verdict, res.Failures())
 			}
 			if got := len(res.Strategies); got != 5 {
 				t.Fatalf("%d strategies, want 5", got)
 			}
 			naive := strategyByName(t, res, Naive)
-			for i, a := range naive.Admitted {
+			for i, a := range naive.Allowed {
 				if a < 5*DefaultLimit {
 					t.Errorf("naive admitted %d in trial %d, want at least %d (5 x limit)", a, i+1, 5*DefaultLimit)
 				}
@@ -89,7 +89,7 @@ func TestRunDefaults(t *testing.T) {
 				if !s.AtomicExpected {
 					t.Errorf("%s: atomic_expected false", name)
 				}
-				for i, a := range s.Admitted {
+				for i, a := range s.Allowed {
 					if a != DefaultLimit {
 						t.Errorf("%s admitted %d in trial %d, want exactly %d", name, a, i+1, DefaultLimit)
 					}
@@ -153,13 +153,13 @@ return {0, 0}`
 				t.Fatalf("Run: %v", err)
 			}
 			if res.Pass() != tt.wantPass {
-				t.Errorf("verdict %q (failures %v), want pass=%v", res.Verdict, res.Failures, tt.wantPass)
+				t.Errorf("verdict %q (failures %v), want pass=%v", res.Verdict, res.Failures(), tt.wantPass)
 			}
 			s := strategyByName(t, res, User)
-			if s.Label != tt.script.Label() || s.Script != tt.script.Path {
-				t.Errorf("label %q script %q, want %q %q", s.Label, s.Script, tt.script.Label(), tt.script.Path)
+			if s.Label != tt.script.Label() || s.ScriptFile != tt.script.Path {
+				t.Errorf("label %q script %q, want %q %q", s.Label, s.ScriptFile, tt.script.Label(), tt.script.Path)
 			}
-			for i, a := range s.Admitted {
+			for i, a := range s.Allowed {
 				if tt.admitted >= 0 && a != tt.admitted {
 					t.Errorf("trial %d admitted %d, want %d (errors %d: %s)", i+1, a, tt.admitted, s.Errors[i], s.ErrorSample)
 				}
@@ -167,8 +167,8 @@ return {0, 0}`
 					t.Errorf("trial %d: %d errors (%s), want errors=%v", i+1, s.Errors[i], s.ErrorSample, tt.wantErrors)
 				}
 			}
-			if !tt.wantPass && !strings.Contains(strings.Join(res.Failures, "; "), tt.script.Label()) {
-				t.Errorf("failures %v do not name %s", res.Failures, tt.script.Label())
+			if !tt.wantPass && !strings.Contains(strings.Join(res.Failures(), "; "), tt.script.Label()) {
+				t.Errorf("failures %v do not name %s", res.Failures(), tt.script.Label())
 			}
 			if left := runKeys(t, c, res.RunID); len(left) > 0 {
 				t.Errorf("keys left: %v", left)
@@ -211,14 +211,14 @@ func TestRunUserScriptUnderAdmits(t *testing.T) {
 					t.Fatalf("Run: %v", err)
 				}
 				s := strategyByName(t, res, User)
-				for i, a := range s.Admitted {
+				for i, a := range s.Allowed {
 					if tt.admitted >= 0 && a != tt.admitted || tt.admitted < 0 && (a < 1 || a >= 10) {
 						t.Errorf("trial %d admitted %d, want %d (-1: from 1 to 9)", i+1, a, tt.admitted)
 					}
 				}
-				want := fmt.Sprintf("under-admission: %s admitted %d of 200 with limit 10 in trial 1", script.Label(), s.Admitted[0])
-				if res.Pass() != tt.pass || !tt.pass && (len(res.Failures) != 2 || res.Failures[0] != want) {
-					t.Errorf("verdict %q failures %q, want pass=%v (failure %q)", res.Verdict, res.Failures, tt.pass, want)
+				want := fmt.Sprintf("under-admission: %s admitted %d of 200 with limit 10 in trial 1", script.Label(), s.Allowed[0])
+				if res.Pass() != tt.pass || !tt.pass && (len(res.Failures()) != 1 || !strings.HasPrefix(res.Failures()[0], want+"; under-admission")) {
+					t.Errorf("verdict %q failures %q, want pass=%v (failure %q)", res.Verdict, res.Failures(), tt.pass, want)
 				}
 				if left := runKeys(t, c, res.RunID); len(left) > 0 {
 					t.Errorf("keys left: %v", left)

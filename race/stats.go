@@ -5,14 +5,17 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/ratelimit-dev/ratelimit/doc"
 )
 
 // summarize turns a strategy's trials into its result entry.
 func summarize(s strategy, trials []trial, opts Options) Strategy {
 	out := Strategy{Name: s.name(), Label: s.label(), AtomicExpected: s.atomic()}
 	if u, ok := s.(*userStrategy); ok {
-		out.Script = u.script.Path
+		out.ScriptFile = u.script.Path
 	}
 	var all []time.Duration
 	for _, tr := range trials {
@@ -39,8 +42,8 @@ func summarize(s strategy, trials []trial, opts Options) Strategy {
 		}
 		slices.Sort(lat)
 		all = append(all, lat...)
-		out.Admitted = append(out.Admitted, admitted)
-		out.OverAdmitted = append(out.OverAdmitted, max(0, admitted-int(opts.Limit)))
+		out.Allowed = append(out.Allowed, admitted)
+		out.OverLimit = append(out.OverLimit, max(0, admitted-int(opts.Limit)))
 		out.FinalValue = append(out.FinalValue, tr.final)
 		var lost *int64
 		if tr.final != nil {
@@ -51,16 +54,19 @@ func summarize(s strategy, trials []trial, opts Options) Strategy {
 		out.Retries = append(out.Retries, retries)
 		out.GiveUps = append(out.GiveUps, giveUps)
 		out.Errors = append(out.Errors, errs)
-		out.TrialP50Us = append(out.TrialP50Us, percentile(lat, 50).Microseconds())
-		out.TrialP99Us = append(out.TrialP99Us, percentile(lat, 99).Microseconds())
-		out.WallUs = append(out.WallUs, tr.wall.Microseconds())
+		out.TrialP50Ms = append(out.TrialP50Ms, millis(percentile(lat, 50)))
+		out.TrialP99Ms = append(out.TrialP99Ms, millis(percentile(lat, 99)))
+		out.WallMs = append(out.WallMs, millis(tr.wall))
 	}
 	slices.Sort(all)
-	out.P50Us = percentile(all, 50).Microseconds()
-	out.P99Us = percentile(all, 99).Microseconds()
-	out.AdmittedMin, out.AdmittedMedian, out.AdmittedMax = spread(out.Admitted)
+	out.P50Ms = millis(percentile(all, 50))
+	out.P99Ms = millis(percentile(all, 99))
+	out.AllowedMin, out.AllowedMedian, out.AllowedMax = spread(out.Allowed)
 	return out
 }
+
+// millis is d in milliseconds at microsecond resolution.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // percentile returns the nearest-rank p-th percentile of sorted durations.
 func percentile(sorted []time.Duration, p int) time.Duration {
@@ -101,31 +107,45 @@ func ExactExpected(name string) bool {
 	return false
 }
 
-// judge sets the verdict, the failures and the notes.
-func judge(r *Result) {
+// Checks returns the checks of a result, one per strategy in order: a
+// strategy that must be atomic fails when it admitted more than the limit
+// in a trial, one that must be exact (ExactExpected) also when it
+// admitted fewer than min(limit, concurrency).
+func Checks(r Result) []doc.Check {
 	want := min(r.Limit, int64(r.Concurrency)) // what an exact limiter admits on a fresh key
+	out := []doc.Check{}
 	for _, s := range r.Strategies {
-		calls := r.Concurrency * len(s.Admitted)
-		for t, a := range s.Admitted {
+		var failures []string
+		for t, a := range s.Allowed {
 			switch {
 			case s.AtomicExpected && a > int(r.Limit):
-				r.Failures = append(r.Failures, fmt.Sprintf("over-admission: %s admitted %d of %d with limit %d in trial %d", s.Label, a, r.Concurrency, r.Limit, t+1))
+				failures = append(failures, fmt.Sprintf("over-admission: %s admitted %d of %d with limit %d in trial %d", s.Label, a, r.Concurrency, r.Limit, t+1))
 			case ExactExpected(s.Name) && int64(a) < want:
 				msg := fmt.Sprintf("under-admission: %s admitted %d of %d with limit %d in trial %d", s.Label, a, r.Concurrency, r.Limit, t+1)
 				if t < len(s.Errors) && s.Errors[t] > 0 {
 					msg += " (" + count(s.Errors[t], "call", "calls") + " failed)"
 				}
-				r.Failures = append(r.Failures, msg)
+				failures = append(failures, msg)
 			}
 		}
+		out = append(out, strategyCheck(s, r.Limit, failures))
+	}
+	return out
+}
+
+// judge sets the checks, the verdict and the notes.
+func judge(r *Result) {
+	r.Checks = Checks(*r)
+	for _, s := range r.Strategies {
+		calls := r.Concurrency * len(s.Allowed)
 		if errs := sum(s.Errors); errs > 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d of %d calls failed, e.g. %s", s.Label, errs, calls, s.ErrorSample))
 		}
-		if s.Name == Watch && sum(s.GiveUps) > 0 && s.AdmittedMin < int(r.Limit) && r.Concurrency >= int(r.Limit) {
+		if s.Name == Watch && sum(s.GiveUps) > 0 && s.AllowedMin < int(r.Limit) && r.Concurrency >= int(r.Limit) {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s admitted fewer than the limit because %s gave up after %s; raise --watch-attempts to at least the limit", s.Label, count(sum(s.GiveUps), "request", "requests"), count(r.WatchAttempts, "attempt", "attempts")))
 		}
 		if s.Name == Naive {
-			reproduced := s.AdmittedMax > int(r.Limit)
+			reproduced := s.AllowedMax > int(r.Limit)
 			r.RaceReproduced = &reproduced
 			if !reproduced {
 				note := fmt.Sprintf("the race was not reproduced at this concurrency: %s admitted at most the limit of %d", s.Label, r.Limit)
@@ -138,10 +158,24 @@ func judge(r *Result) {
 			}
 		}
 	}
-	r.Verdict = "pass"
-	if len(r.Failures) > 0 {
-		r.Verdict = "fail"
+	r.Verdict = doc.Verdict(r.Checks)
+}
+
+// strategyCheck is the check of one strategy: its failures joined, or
+// what it showed when it has none.
+func strategyCheck(s Strategy, limit int64, failures []string) doc.Check {
+	c := doc.Check{ID: s.Name, Pass: len(failures) == 0}
+	switch {
+	case !c.Pass:
+		c.Message = strings.Join(failures, "; ")
+	case s.AtomicExpected:
+		c.Message = "admitted at most the limit in every trial"
+	case s.AllowedMax > int(limit):
+		c.Message = "race reproduced (expected for a strategy that is not atomic)"
+	default:
+		c.Message = "race not reproduced at this concurrency (a note, not a failure)"
 	}
+	return c
 }
 
 // plural picks the noun for n: "call" for 1, "calls" otherwise.

@@ -245,20 +245,20 @@ func TestEnsureFDLimit(t *testing.T) {
 
 func TestJudge(t *testing.T) {
 	mk := func(name string, atomic bool, admitted ...int) Strategy {
-		s := Strategy{Name: name, Label: name + "-label", AtomicExpected: atomic, Admitted: admitted}
+		s := Strategy{Name: name, Label: name + "-label", AtomicExpected: atomic, Allowed: admitted}
 		for range admitted {
 			s.Errors = append(s.Errors, 0)
 			s.GiveUps = append(s.GiveUps, 0)
 		}
-		s.AdmittedMin, _, s.AdmittedMax = spread(admitted)
+		s.AllowedMin, _, s.AllowedMax = spread(admitted)
 		return s
 	}
 	r := Result{Concurrency: 200, Limit: 10, WatchAttempts: 10, Strategies: []Strategy{
 		mk(Naive, false, 10, 10), mk(Multi, false, 200, 200), mk(Incr, true, 10, 11), mk(User, true, 10, 10),
 	}}
 	judge(&r)
-	if r.Verdict != "fail" || len(r.Failures) != 1 || !strings.Contains(r.Failures[0], "over-admission: incr-label admitted 11 of 200 with limit 10 in trial 2") {
-		t.Errorf("verdict %q failures %q, want fail naming incr-label in trial 2", r.Verdict, r.Failures)
+	if r.Verdict != "fail" || len(r.Failures()) != 1 || !strings.Contains(r.Failures()[0], "over-admission: incr-label admitted 11 of 200 with limit 10 in trial 2") {
+		t.Errorf("verdict %q failures %q, want fail naming incr-label in trial 2", r.Verdict, r.Failures())
 	}
 	if r.RaceReproduced == nil || *r.RaceReproduced {
 		t.Errorf("race_reproduced = %v, want false", r.RaceReproduced)
@@ -274,8 +274,8 @@ func TestJudge(t *testing.T) {
 func TestJudgeUnderAdmission(t *testing.T) {
 	mk := func(name string, admitted, errs, giveUps int) Strategy {
 		s := Strategy{Name: name, Label: name + "-label", AtomicExpected: name != Naive && name != Multi,
-			Admitted: []int{admitted}, Errors: []int{errs}, GiveUps: []int{giveUps}}
-		s.AdmittedMin, _, s.AdmittedMax = spread(s.Admitted)
+			Allowed: []int{admitted}, Errors: []int{errs}, GiveUps: []int{giveUps}}
+		s.AllowedMin, _, s.AllowedMax = spread(s.Allowed)
 		return s
 	}
 	tests := []struct {
@@ -300,7 +300,7 @@ func TestJudgeUnderAdmission(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Result{Concurrency: tt.conc, Limit: 10, WatchAttempts: 10, Strategies: []Strategy{tt.s}}
 			judge(&r)
-			got := strings.Join(r.Failures, "; ")
+			got := strings.Join(r.Failures(), "; ")
 			if tt.wantFailure == "" && (r.Verdict != "pass" || got != "") || tt.wantFailure != "" && (r.Verdict != "fail" || !strings.Contains(got, tt.wantFailure)) {
 				t.Errorf("verdict %q failures %q, want %q", r.Verdict, got, tt.wantFailure)
 			}
@@ -424,8 +424,8 @@ func TestJudgePlurals(t *testing.T) {
 		{1, 1, "because 1 request gave up after 1 attempt;"},
 		{2, 10, "because 2 requests gave up after 10 attempts;"},
 	} {
-		s := Strategy{Name: Watch, Label: "watch-label", AtomicExpected: true, Admitted: []int{9}, Errors: []int{0}, GiveUps: []int{tt.giveUps}}
-		s.AdmittedMin, _, s.AdmittedMax = spread(s.Admitted)
+		s := Strategy{Name: Watch, Label: "watch-label", AtomicExpected: true, Allowed: []int{9}, Errors: []int{0}, GiveUps: []int{tt.giveUps}}
+		s.AllowedMin, _, s.AllowedMax = spread(s.Allowed)
 		r := Result{Concurrency: 200, Limit: 10, WatchAttempts: tt.attempts, Strategies: []Strategy{s}}
 		judge(&r)
 		if got := strings.Join(r.Notes, "; "); !strings.Contains(got, tt.want) {

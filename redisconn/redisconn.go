@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +29,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/secret"
 )
@@ -73,41 +73,10 @@ type Options struct {
 	probeTimeout time.Duration
 }
 
-// Server identifies what a command ran against. It opens every report.
-type Server struct {
-	Product   string `json:"product"` // redis, valkey or miniredis
-	Version   string `json:"version"` // "" when the ACL user may not run INFO
-	Mode      string `json:"mode"`    // standalone, cluster or embedded
-	Primaries int    `json:"primaries,omitempty"`
-	Addr      string `json:"addr"` // URL with any password redacted
-	Embedded  bool   `json:"embedded"`
-}
-
-// MarshalJSON writes the server with Addr redacted again, so a Server
-// built anywhere (not only by Open) never carries a password into a
-// document.
-func (s Server) MarshalJSON() ([]byte, error) {
-	type plain Server
-	p := plain(s)
-	p.Addr = Redact(p.Addr)
-	return json.Marshal(p)
-}
-
-// String reads like "redis 7.0.15, cluster with 3 primaries, redis://127.0.0.1:7101".
-func (s Server) String() string {
-	if s.Embedded {
-		return fmt.Sprintf("embedded miniredis %s (in-process; results show the scripts' logic, not a real server's behaviour)", s.Version)
-	}
-	mode := s.Mode
-	if s.Mode == "cluster" {
-		mode = fmt.Sprintf("cluster with %d primaries", s.Primaries)
-	}
-	version := s.Version
-	if version == "" {
-		version = "(version unknown)"
-	}
-	return fmt.Sprintf("%s %s, %s, %s", s.Product, version, mode, Redact(s.Addr))
-}
+// Server identifies what a command ran against. It opens every report;
+// its JSON form belongs to the document envelope (package doc), and
+// Open fills it in.
+type Server = doc.Server
 
 // Conn is a connected client and what it is connected to.
 type Conn struct {

@@ -8,11 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/ratelimit-dev/ratelimit/cluster"
-	"github.com/ratelimit-dev/ratelimit/eval"
-	"github.com/ratelimit-dev/ratelimit/load"
-	"github.com/ratelimit-dev/ratelimit/race"
 )
 
 // ErrDocument marks input that is not a result document this build can
@@ -21,7 +16,9 @@ var ErrDocument = errors.New("not a ratelimit document")
 
 // Document is a decoded result document.
 type Document struct {
-	Kind    string
+	Kind string
+	// Version is the version of the document as read; Value is always of
+	// the version this build writes (older ones are upgraded on read).
 	Version int
 	// Source names where the document came from (a file name), for
 	// headings; it may be empty.
@@ -31,38 +28,8 @@ type Document struct {
 	Value any
 }
 
-// kindInfo says how to read the documents of one kind.
-type kindInfo struct {
-	versions []int
-	decode   func([]byte) (any, error)
-	formats  []string
-}
-
-func decodeAs[T any](data []byte) (any, error) {
-	var v T
-	err := json.Unmarshal(data, &v)
-	return v, err
-}
-
-func decodeLoad(data []byte) (any, error) {
-	var v load.Result
-	err := json.Unmarshal(data, &v)
-	return &v, err
-}
-
-// fmtAll are the -o formats every kind renders to; every kind also has
-// an HTML page (HTML).
+// Formats every kind renders to; every kind also has an HTML page (HTML).
 var fmtAll = []string{"text", "json", "markdown", "junit", "github"}
-
-// kinds are the documents `ratelimit report` reads, by their "kind".
-var kinds = map[string]kindInfo{
-	"eval":     {versions: []int{1}, decode: decodeAs[eval.Result], formats: fmtAll},
-	"simulate": {versions: []int{1}, decode: decodeAs[eval.SimResult], formats: fmtAll},
-	"scripts":  {versions: []int{1}, decode: decodeAs[eval.Catalog], formats: fmtAll},
-	"race":     {versions: []int{race.Version}, decode: decodeAs[race.Result], formats: fmtAll},
-	"load":     {versions: []int{1}, decode: decodeLoad, formats: fmtAll},
-	"keyslot":  {versions: []int{cluster.Version}, decode: decodeAs[cluster.Result], formats: fmtAll},
-}
 
 // Kinds lists the document kinds Decode reads, sorted.
 func Kinds() []string {
@@ -77,7 +44,18 @@ func Kinds() []string {
 // Formats lists the -o formats documents of kind render to; nil for an
 // unknown kind.
 func Formats(kind string) []string {
-	return slices.Clone(kinds[kind].formats)
+	if _, ok := kinds[kind]; !ok {
+		return nil
+	}
+	return slices.Clone(fmtAll)
+}
+
+// Versions lists the versions of kind that Decode reads, oldest first.
+func Versions(kind string) []int {
+	if k, ok := kinds[kind]; ok {
+		return slices.Clone(k.versions)
+	}
+	return nil
 }
 
 // Decode reads one result document, checking its "kind" and "version"
@@ -117,14 +95,14 @@ func Decode(data []byte) (Document, error) {
 		return Document{}, fmt.Errorf("%w: %s document version %d is not supported (this ratelimit reads version %s); use the ratelimit that wrote it",
 			ErrDocument, *h.Kind, *h.Version, joinInts(info.versions))
 	}
-	v, err := info.decode(trimmed)
+	v, err := info.decode(*h.Version, trimmed)
 	if err != nil {
 		if te := typeError(err); te != nil {
 			return Document{}, te
 		}
 		return Document{}, fmt.Errorf("%w: %s document does not fit version %d: %v", ErrDocument, *h.Kind, *h.Version, Printable(err.Error()))
 	}
-	if err := validate(v); err != nil {
+	if err := info.validate(v); err != nil {
 		return Document{}, err
 	}
 	return Document{Kind: *h.Kind, Version: *h.Version, Value: v}, nil
@@ -139,37 +117,11 @@ func joinInts(xs []int) string {
 }
 
 // docKind returns the kind of a result value and the value in the form
-// the renderers take (pointers are dereferenced, except *load.Result).
-func docKind(doc any) (string, any, error) {
-	switch d := doc.(type) {
-	case Document:
-		return docKind(d.Value)
-	case *Document:
-		return docKind(d.Value)
-	case eval.Result:
-		return "eval", d, nil
-	case *eval.Result:
-		return "eval", *d, nil
-	case eval.SimResult:
-		return "simulate", d, nil
-	case *eval.SimResult:
-		return "simulate", *d, nil
-	case eval.Catalog:
-		return "scripts", d, nil
-	case *eval.Catalog:
-		return "scripts", *d, nil
-	case race.Result:
-		return "race", d, nil
-	case *race.Result:
-		return "race", *d, nil
-	case load.Result:
-		return "load", &d, nil
-	case *load.Result:
-		return "load", d, nil
-	case cluster.Result:
-		return "keyslot", d, nil
-	case *cluster.Result:
-		return "keyslot", *d, nil
+// the renderers take (see registry.of).
+func docKind(v any) (string, any, error) {
+	k, val, err := kinds.of(v)
+	if err != nil {
+		return "", nil, err
 	}
-	return "", nil, fmt.Errorf("report: no renderer for %T", doc)
+	return k.name, val, nil
 }

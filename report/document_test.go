@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/race"
@@ -43,12 +44,14 @@ func fixtureLoad(t *testing.T) *load.Result {
 		timeline[i] = load.Second{Second: i, Status: map[string]int64{}}
 	}
 	var allowed int64
+	perSec := make([]int64, 10)
 	for i := range 200 {
 		at := int64(i) * 50
 		st := "429"
 		if m.Allow(start.UnixMilli()+at, 1).Allowed {
 			st = "200"
 			allowed++
+			perSec[at/1000]++
 		}
 		timeline[at/1000].Status[st]++
 	}
@@ -60,6 +63,8 @@ func fixtureLoad(t *testing.T) *load.Result {
 	limited := 200 - allowed - 3
 	return &load.Result{
 		Kind: "load", Version: 1,
+		Header: testHeader(load.Kind, load.Version, nil, "--target", "http://127.0.0.1:8011/hello?team=a|b", "--rate", "20/s", "--duration", "10s",
+			"--expect", "token-bucket:burst=10,rate=5/s", "--out", "load.json"),
 		Target: "http://127.0.0.1:8011/hello?team=a|b", Method: "GET", StartedAt: start,
 		Rate: "20/s", RatePerS: 20, DurationS: 10, ElapsedS: 9.962, TimeoutS: 10, Identities: 1, RunID: "5f2c9a1e",
 		Planned: 200, Sent: 200, Completed: 200, Responses: 198, AchievedRate: 20,
@@ -91,8 +96,9 @@ func fixtureLoad(t *testing.T) *load.Result {
 		Thresholds: []load.Check{{Name: "failed", Limit: "1%", Actual: "1.50%", Pass: false}},
 		Expect: &load.Judged{
 			Model: "token-bucket:burst=10,rate=5/s", Description: "token bucket 10 + 5/s",
-			Expected: allowed, Observed: allowed, Of: 200, Tolerance: 3, OverS: 9.95, Pass: true,
-			Tol: load.TolParts{Jitter: 1, Rounding: 1, Unknown: 2},
+			Expected: allowed, Observed: allowed, Of: 200, Tolerance: 3, OverMs: 9950, Pass: true,
+			ExpectedPerSecond: perSec,
+			Tol:               load.TolParts{Jitter: 1, Rounding: 1, Unknown: 2},
 		},
 		Verdict:         "fail",
 		VerdictMessages: []string{"threshold failed: 1.50% > 1%"},
@@ -104,9 +110,9 @@ func fixtureLoad(t *testing.T) *load.Result {
 func fixtureRace() race.Result {
 	yes := true
 	strat := func(name, label string, atomic bool, admitted []int, limit int) race.Strategy {
-		s := race.Strategy{Name: name, Label: label, AtomicExpected: atomic, Admitted: admitted}
+		s := race.Strategy{Name: name, Label: label, AtomicExpected: atomic, Allowed: admitted}
 		for t, a := range admitted {
-			s.OverAdmitted = append(s.OverAdmitted, max(a-limit, 0))
+			s.OverLimit = append(s.OverLimit, max(a-limit, 0))
 			v := int64(min(a, limit))
 			if !atomic {
 				v = int64(3 + t)
@@ -117,17 +123,17 @@ func fixtureRace() race.Result {
 			s.Retries = append(s.Retries, 0)
 			s.GiveUps = append(s.GiveUps, 0)
 			s.Errors = append(s.Errors, 0)
-			s.TrialP50Us = append(s.TrialP50Us, int64(900+100*t))
-			s.TrialP99Us = append(s.TrialP99Us, int64(3100+200*t))
-			s.WallUs = append(s.WallUs, int64(4000+300*t))
+			s.TrialP50Ms = append(s.TrialP50Ms, float64(900+100*t)/1000)
+			s.TrialP99Ms = append(s.TrialP99Ms, float64(3100+200*t)/1000)
+			s.WallMs = append(s.WallMs, float64(4000+300*t)/1000)
 		}
-		s.AdmittedMin, s.AdmittedMax = admitted[0], admitted[0]
+		s.AllowedMin, s.AllowedMax = admitted[0], admitted[0]
 		for _, a := range admitted {
-			s.AdmittedMin, s.AdmittedMax = min(s.AdmittedMin, a), max(s.AdmittedMax, a)
+			s.AllowedMin, s.AllowedMax = min(s.AllowedMin, a), max(s.AllowedMax, a)
 		}
 		sorted := slices.Sorted(slices.Values(admitted))
-		s.AdmittedMedian = float64(sorted[len(sorted)/2])
-		s.P50Us, s.P99Us = 1000, 3300
+		s.AllowedMedian = float64(sorted[len(sorted)/2])
+		s.P50Ms, s.P99Ms = 1, 3.3
 		return s
 	}
 	naive := strat("naive", "naive GET+SET", false, []int{200, 196, 200}, 10)
@@ -138,19 +144,20 @@ func fixtureRace() race.Result {
 	incr := strat("incr", "INCR", true, []int{10, 10, 10}, 10)
 	script := strat("script", "Lua script", true, []int{10, 10, 10}, 10)
 	user := strat("user", "always|`ok`.lua", true, []int{200, 200, 200}, 10)
-	user.Script = "scripts/always|`ok`.lua"
+	user.ScriptFile = "scripts/always|`ok`.lua"
 	user.FinalValue, user.LostUpdates = []*int64{nil, nil, nil}, []*int64{nil, nil, nil}
-	return race.Result{
-		Kind: race.Kind, Version: race.Version,
-		Server: redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "cluster", Primaries: 3, Addr: "redis://127.0.0.1:7101"},
-		RunID:  "3f9a1c2b7d4e", Keys: "race:{3f9a1c2b7d4e}:*", Node: "127.0.0.1:7102",
+	res := race.Result{
+		Header: testHeader(race.Kind, race.Version, &redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "cluster", Primaries: 3, Addr: "redis://127.0.0.1:7101"},
+			"--redis", "redis://ops:xxxxx@127.0.0.1:7101", "--script", "scripts/always|`ok`.lua", "--out", "race.json"),
+		RunID: "3f9a1c2b7d4e", KeyPattern: "race:{3f9a1c2b7d4e}:*", Node: "127.0.0.1:7102",
 		Concurrency: 200, Limit: 10, Trials: 3, WatchAttempts: 10,
 		Strategies:     []race.Strategy{naive, multi, watch, incr, script, user},
 		RaceReproduced: &yes,
-		Verdict:        "fail",
-		Failures:       []string{"over-admission: always|`ok`.lua admitted 200 of 200 with limit 10 in trial 1"},
 		Notes:          []string{"WATCH/MULTI: 2 requests gave up after 10 attempts"},
 	}
+	res.Checks = race.Checks(res)
+	res.Verdict = doc.Verdict(res.Checks)
+	return res
 }
 
 // fixtureKeyslot is a keyslot run against a 3-primary cluster: keys (one
@@ -184,7 +191,8 @@ func fixtureKeyslot(t *testing.T) cluster.Result {
 		{Start: 10923, End: 16383, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7103"}, {Addr: "127.0.0.1:7106"}}},
 	})
 	res.Topology = top
-	res.Server = &redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "cluster", Primaries: 3, Addr: "redis://127.0.0.1:7101"}
+	res.Header = testHeader(cluster.Kind, cluster.Version, &redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "cluster", Primaries: 3, Addr: "redis://127.0.0.1:7101"},
+		"--redis", "redis://127.0.0.1:7101", "--groups", "groups.txt", "--script", "lua/ok.lua", "lua/bad.lua", "--template", "rl:{tenant:%d}:tb", "--range", "1-20000", "-o", "json")
 	for i := range res.Keys {
 		sh := top.Owner(res.Keys[i].Slot)
 		res.Keys[i].Node, res.Keys[i].Replicas = sh.Primary, sh.Replicas
@@ -202,6 +210,7 @@ func fixtures(t *testing.T) map[string]any {
 		"keyslot.json":  fixtureKeyslot(t),
 		"eval.json":     tokenBucketResult(),
 		"simulate.json": simulateResult(),
+		"probe.json":    fixtureProbe(),
 		// keys and names with control bytes, for the terminal-safety goldens
 		"hostile_eval.json":    hostileEval(),
 		"hostile_keyslot.json": hostileKeyslot(t),
@@ -238,8 +247,8 @@ func TestDecode(t *testing.T) {
 	kinds := map[string]string{"load.json": "load", "race.json": "race", "keyslot.json": "keyslot", "eval.json": "eval", "simulate.json": "simulate"}
 	for name, kind := range kinds {
 		d := readFixture(t, name)
-		if d.Kind != kind || d.Version != 1 {
-			t.Errorf("Decode(%s) = kind %q version %d, want %q 1", name, d.Kind, d.Version, kind)
+		if d.Kind != kind || d.Version != 2 {
+			t.Errorf("Decode(%s) = kind %q version %d, want %q 2", name, d.Kind, d.Version, kind)
 		}
 		if k, _, err := docKind(d.Value); err != nil || k != kind {
 			t.Errorf("Decode(%s) value %T has kind %q (%v)", name, d.Value, k, err)
@@ -265,7 +274,9 @@ func TestDecode(t *testing.T) {
 		{"unknown kind", `{"kind": "bench", "version": 1}`, `unknown kind "bench"`},
 		{"version 99", `{"kind": "load", "version": 99}`, "load document version 99 is not supported"},
 		{"version 0", `{"kind": "race", "version": 0}`, "version 0"},
-		{"wrong field type", `{"kind": "load", "version": 1, "sent": "many"}`, "sent is a string, want an integer"},
+		{"wrong field type", `{"kind": "load", "version": 2, "sent": "many"}`, "sent is a string, want an integer"},
+		{"wrong field type in version 1", `{"kind": "load", "version": 1, "sent": "many"}`, "sent is a string, want an integer"},
+		{"version 3", `{"kind": "eval", "version": 3}`, "eval document version 3 is not supported (this ratelimit reads version 1, 2)"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,7 +299,7 @@ var goldenTime = time.Date(2026, 12, 2, 12, 30, 0, 0, time.UTC)
 
 // TestReportGolden renders every fixed document in every format it has.
 func TestReportGolden(t *testing.T) {
-	for _, name := range []string{"load", "race", "keyslot", "eval", "simulate", "hostile_eval", "hostile_keyslot"} {
+	for _, name := range []string{"load", "race", "keyslot", "eval", "simulate", "probe", "hostile_eval", "hostile_keyslot"} {
 		d := readFixture(t, name+".json")
 		for _, format := range Formats(d.Kind) {
 			if format == "json" {
@@ -385,8 +396,9 @@ func TestJUnitParses(t *testing.T) {
 	}{
 		{"race.json", "ratelimit race", 6, []string{"always|`ok`.lua (user)"}, 0},
 		// thresholds 1, generator 1, headers 4, admitted count 1, verdict 1;
-		// the verdict fails for the threshold, counted once (its testcase)
-		{"load.json", "ratelimit load", 8, []string{"failed <= 1%", "Retry-After on every 429"}, 0},
+		// the verdict fails for the threshold, counted once (its testcase);
+		// the missing Retry-After is a warning, not a failure
+		{"load.json", "ratelimit load", 8, []string{"failed <= 1%"}, 0},
 		// groups 2, scripts 2
 		{"keyslot.json", "ratelimit keyslot", 4, []string{"groups.txt:2: rl:user:7:minute rl:global:minute", "lua/bad.lua"}, 0},
 	}
@@ -441,8 +453,8 @@ func TestJUnitParses(t *testing.T) {
 	if err := xml.Unmarshal(b.Bytes(), &all); err != nil {
 		t.Fatal(err)
 	}
-	if len(all.Suites) != 3 || all.Tests != 18 || all.Failures != 5 {
-		t.Errorf("combined junit: %d suites, %d tests, %d failures; want 3, 18, 5", len(all.Suites), all.Tests, all.Failures)
+	if len(all.Suites) != 3 || all.Tests != 18 || all.Failures != 4 {
+		t.Errorf("combined junit: %d suites, %d tests, %d failures; want 3, 18, 4", len(all.Suites), all.Tests, all.Failures)
 	}
 }
 
@@ -471,9 +483,12 @@ func TestJUnitLoadVerdictCountsOnce(t *testing.T) {
 	if n, v := failures(res); n != 1 || v != "" {
 		t.Errorf("one failed threshold: %d failures, verdict %q; want 1, the verdict not failed again", n, v)
 	}
-	res.VerdictMessages = append(res.VerdictMessages, "a reason of its own")
-	if n, v := failures(res); n != 2 || v != "a reason of its own" {
-		t.Errorf("an uncovered reason: %d failures, verdict %q; want 2 and the verdict failing for it", n, v)
+	// no limiter seen, with --expect: a reason no other testcase carries
+	res.RateLimited, res.Status = 0, map[string]int64{"200": res.Responses}
+	res.Headers.RateLimit, res.Headers.Policy, res.Headers.RetryAfter = load.FieldStat{}, load.FieldStat{}, load.FieldStat{}
+	res.VerdictMessages = append(res.VerdictMessages, load.NoLimiterNote)
+	if n, v := failures(res); n != 2 || v != load.NoLimiterNote {
+		t.Errorf("no limiter seen: %d failures, verdict %q; want 2 and the verdict failing for it", n, v)
 	}
 }
 
@@ -601,30 +616,41 @@ func TestHTMLSelfContained(t *testing.T) {
 	}
 }
 
-// TestLoadEnvelope checks the expected admissions against the judged count.
-func TestLoadEnvelope(t *testing.T) {
+// TestLoadExpected: the chart draws the verdict's own admissions per
+// second, and nothing when the document has none (version 1, no --expect).
+func TestLoadExpected(t *testing.T) {
 	res := fixtureLoad(t)
-	env, desc, ok := loadEnvelope(res)
+	env, desc, ok := loadExpected(res)
 	if !ok || desc != "token bucket 10 + 5/s" || len(env) != 10 {
-		t.Fatalf("loadEnvelope = %v, %q, %v", env, desc, ok)
+		t.Fatalf("loadExpected = %v, %q, %v", env, desc, ok)
 	}
 	var sum float64
 	for _, v := range env {
 		sum += v
 	}
 	if int64(sum) != res.Expect.Expected {
-		t.Errorf("envelope admits %v in all, the verdict expected %d", sum, res.Expect.Expected)
+		t.Errorf("expected per second sum to %v, the verdict expected %d", sum, res.Expect.Expected)
 	}
 	if env[0] < 14 || env[1] != 5 {
-		t.Errorf("envelope = %v, want the burst in second 0 and 5/s after", env)
+		t.Errorf("expected per second = %v, want the burst in second 0 and 5/s after", env)
 	}
-	res.Expect = &load.Judged{Model: "auto", Fits: ""}
-	if _, _, ok := loadEnvelope(res); ok {
-		t.Error("auto without a fitting reading has an envelope")
+	var b strings.Builder
+	loadHTML(&b, res)
+	if !strings.Contains(b.String(), `class="line-expected"`) {
+		t.Error("page lacks the expected line")
+	}
+	res.Expect.ExpectedPerSecond = nil // a document of version 1
+	if _, _, ok := loadExpected(res); ok {
+		t.Error("a document without expected_per_second has an expected line")
+	}
+	b.Reset()
+	loadHTML(&b, res)
+	if strings.Contains(b.String(), `class="line-expected"`) || !strings.Contains(b.String(), "documents written before version 2 do not") {
+		t.Errorf("version 1 page draws an expected line or does not say why it has none")
 	}
 	res.Expect = nil
-	if _, _, ok := loadEnvelope(res); ok {
-		t.Error("a run without --expect has an envelope")
+	if _, _, ok := loadExpected(res); ok {
+		t.Error("a run without --expect has an expected line")
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 func EvalText(w io.Writer, res eval.Result, o Options) error {
 	st := NewStyles(w, o)
 	var b strings.Builder
-	b.WriteString(ServerLine(res.Server, st))
+	b.WriteString(ServerLine(serverOf(res.Header), st))
 	b.WriteString(st.Title.Render(evalTitle(res)) + "\n")
 	via := "EVALSHA (EVAL on NOSCRIPT)"
 	if res.Script.Via == "fcall" {
@@ -28,12 +28,7 @@ func EvalText(w io.Writer, res eval.Result, o Options) error {
 		b.WriteString(st.Dim.Render(fmt.Sprintf("KEYS %s  ARGV %s", listOrNone(res.Script.Keys), listOrNone(res.Script.Args))) + "\n")
 	}
 	b.WriteString("\n")
-	headers, right := evalColumns(res)
-	rows := make([][]string, 0, len(res.Calls))
-	for _, c := range res.Calls {
-		rows = append(rows, evalRow(res, c, st))
-	}
-	b.WriteString(Table(headers, rows, st, right...))
+	b.WriteString(evalCalls(res).text(st))
 	b.WriteString("\n" + evalSummary(res) + "\n")
 	if res.NoTTL != nil {
 		b.WriteString("\n" + noTTLText(res.NoTTL, st))
@@ -99,7 +94,7 @@ func evalTitle(res eval.Result) string {
 	if res.IdentityHashed {
 		key += " (identity hashed)"
 	}
-	return Printable(fmt.Sprintf("%s on %s: %s (policy q=%d w=%ds)", res.Algo, key, desc, p.PolicyQuota, p.PolicyWindowSeconds))
+	return Printable(fmt.Sprintf("%s on %s: %s (policy q=%d w=%ds)", res.Algo, key, desc, p.PolicyQuota, p.PolicyWindowMs/1000))
 }
 
 // replyLen is the longest reply array, for labelling script columns.
@@ -132,25 +127,24 @@ func evalColumns(res eval.Result) (headers []string, right []int) {
 	return []string{"n", "reply", "key ttl ms", "latency"}, []int{0, 2, 3}
 }
 
-func evalRow(res eval.Result, c eval.Call, st Styles) []string {
-	row := []string{strconv.Itoa(c.N)}
-	if res.ReplyShape == "limiter" {
-		row = append(row, allowedWord(*c.Allowed, st), strconv.FormatInt(*c.Remaining, 10))
-		if res.Algo != "script" || replyLen(res) >= 4 {
-			row = append(row, msOrDash(c.RetryMs), msOrDash(c.ResetMs))
+// evalCalls is the table of calls every format draws: one row per call.
+func evalCalls(res eval.Result) table {
+	headers, right := evalColumns(res)
+	t := table{headers: headers, right: right}
+	for _, c := range res.Calls {
+		row := []cell{textCell(strconv.Itoa(c.N))}
+		if res.ReplyShape == "limiter" {
+			row = append(row, decisionCell(*c.Allowed), textCell(strconv.FormatInt(*c.Remaining, 10)))
+			if res.Algo != "script" || replyLen(res) >= 4 {
+				row = append(row, textCell(msOrDash(c.RetryMs)), textCell(msOrDash(c.ResetMs)))
+			}
 		}
+		if res.Algo == "script" {
+			row = append(row, codeCell(compactJSON(c.Reply)))
+		}
+		t.rows = append(t.rows, append(row, textCell(ttlText(c.TTLMs)), textCell(Latency(c.LatencyMs))))
 	}
-	if res.Algo == "script" {
-		row = append(row, Printable(compactJSON(c.Reply)))
-	}
-	return append(row, ttlText(c.TTLMs), latencyText(c.LatencyUs))
-}
-
-func allowedWord(ok bool, st Styles) string {
-	if ok {
-		return st.Pass.Render("yes")
-	}
-	return st.Fail.Render("no")
+	return t
 }
 
 func msOrDash(v *int64) string {
@@ -172,8 +166,6 @@ func ttlText(ms int64) string {
 	}
 	return strconv.FormatInt(ms, 10)
 }
-
-func latencyText(us int64) string { return Latency(float64(us) / 1000) }
 
 func compactJSON(v any) string {
 	b, err := json.Marshal(v)
@@ -267,7 +259,7 @@ func noTTLText(c *eval.TTLCheck, st Styles) string {
 func EvalSimulateText(w io.Writer, res eval.SimResult, o Options) error {
 	st := NewStyles(w, o)
 	var b strings.Builder
-	b.WriteString(ServerLine(res.Server, st))
+	b.WriteString(ServerLine(serverOf(res.Header), st))
 	p := res.Params
 	var desc string
 	switch limiter.Algo(res.Algo) {

@@ -4,40 +4,22 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/ratelimit-dev/ratelimit/cluster"
-	"github.com/ratelimit-dev/ratelimit/eval"
-	"github.com/ratelimit-dev/ratelimit/load"
-	"github.com/ratelimit-dev/ratelimit/race"
 )
 
 // GitHub renders a document as GitHub Actions workflow commands: an
-// ::error annotation per failed check and a last plain line with the
-// verdict. keyslot has its own (KeyslotGitHub, with files and lines); the
-// other kinds annotate the failed testcases of their JUnit suite, so both
-// outputs always agree on what failed.
+// ::error annotation per failed check, a ::warning per failed warning and
+// a last plain line with the verdict. keyslot has its own (KeyslotGitHub,
+// with files and lines); the other kinds annotate the testcases of their
+// JUnit suite, so both outputs always agree on what failed.
 func GitHub(w io.Writer, doc any) error {
-	kind, v, err := docKind(doc)
+	k, v, err := kinds.of(doc)
 	if err != nil {
 		return err
 	}
-	var s junitSuite
-	switch d := v.(type) {
-	case cluster.Result:
-		return KeyslotGitHub(w, d)
-	case eval.Result:
-		s = evalSuite(d)
-	case eval.SimResult:
-		s = simulateSuite(d)
-	case eval.Catalog:
-		s = scriptsSuite(d)
-	case race.Result:
-		s = raceSuite(d)
-	case *load.Result:
-		s = loadSuite(d)
-	default:
-		return fmt.Errorf("report: no github renderer for %s", kind)
+	if k.github != nil {
+		return k.github(w, v)
 	}
+	s := k.junit(v)
 	var b strings.Builder
 	var failed []string
 	for _, c := range s.Cases {
@@ -46,18 +28,21 @@ func GitHub(w io.Writer, doc any) error {
 			f = c.Error
 		}
 		if f == nil {
+			if ch := c.check; ch != nil && !ch.Pass && !ch.Skipped {
+				fmt.Fprintf(&b, "::warning title=%s::%s\n", ksGHProp(k.name+": "+c.Name), ksGHData(ch.Message))
+			}
 			continue
 		}
 		failed = append(failed, Printable(f.Message))
-		fmt.Fprintf(&b, "::error title=%s::%s\n", ksGHProp(kind+": "+c.Name), ksGHData(f.Message))
+		fmt.Fprintf(&b, "::error title=%s::%s\n", ksGHProp(k.name+": "+c.Name), ksGHData(f.Message))
 	}
 	switch {
 	case len(s.Cases) == 0:
-		fmt.Fprintf(&b, "%s: no checks\n", kind)
+		fmt.Fprintf(&b, "%s: no checks\n", k.name)
 	case len(failed) == 0:
-		fmt.Fprintf(&b, "%s: PASS (%s)\n", kind, countNoun(len(s.Cases), "check", "checks"))
+		fmt.Fprintf(&b, "%s: PASS (%s)\n", k.name, countNoun(len(s.Cases), "check", "checks"))
 	default:
-		fmt.Fprintf(&b, "%s: FAIL: %s\n", kind, strings.Join(failed, "; "))
+		fmt.Fprintf(&b, "%s: FAIL: %s\n", k.name, strings.Join(failed, "; "))
 	}
 	_, err = io.WriteString(w, b.String())
 	return err

@@ -3,13 +3,11 @@ package report
 import (
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/cluster"
-	"github.com/ratelimit-dev/ratelimit/eval"
-	"github.com/ratelimit-dev/ratelimit/load"
-	"github.com/ratelimit-dev/ratelimit/race"
+	"github.com/ratelimit-dev/ratelimit/doc"
 )
 
 // HTMLOptions shape the HTML page.
@@ -100,7 +98,7 @@ func HTML(w io.Writer, docs []Document, o HTMLOptions) error {
 	}
 	b.WriteString("</p>\n<nav><ul>\n")
 	for i, d := range docs {
-		pass, has := docVerdict(d.Value)
+		pass, has := docVerdict(d)
 		badge := ""
 		if has {
 			badge = htmlBadge(pass) + " "
@@ -109,29 +107,19 @@ func HTML(w io.Writer, docs []Document, o HTMLOptions) error {
 	}
 	b.WriteString("</ul></nav>\n</header>\n")
 	for i, d := range docs {
+		k, v, err := kinds.of(d.Value)
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(&b, "<section class=\"doc\" id=\"doc-%d\">\n", i+1)
-		pass, has := docVerdict(d.Value)
+		pass, has := k.verdict(v)
 		badge := ""
 		if has {
 			badge = htmlBadge(pass)
 		}
 		fmt.Fprintf(&b, "<h2>%s <span>%s</span></h2>\n", badge, esc(docLabel(d)))
-		switch v := d.Value.(type) {
-		case *load.Result:
-			loadHTML(&b, v)
-		case race.Result:
-			raceHTML(&b, v)
-		case cluster.Result:
-			keyslotHTML(&b, v)
-		case eval.Result:
-			evalHTML(&b, v)
-		case eval.SimResult:
-			simulateHTML(&b, v)
-		case eval.Catalog:
-			scriptsHTML(&b, v)
-		default:
-			return fmt.Errorf("report: no html renderer for %T", d.Value)
-		}
+		htmlEnvelope(&b, v)
+		k.html(&b, v)
 		b.WriteString("</section>\n")
 	}
 	b.WriteString("<footer>Written by ratelimit report. A self-contained page: inline CSS and SVG, no scripts, nothing fetched.</footer>\n</body>\n</html>\n")
@@ -153,20 +141,49 @@ func docLabel(d Document) string {
 }
 
 // docVerdict returns a document's verdict, when its kind has one.
-func docVerdict(v any) (pass, has bool) {
-	switch d := v.(type) {
-	case *load.Result:
-		return d.Verdict == "pass", d.Verdict == "pass" || d.Verdict == "fail"
-	case race.Result:
-		return d.Pass(), true
-	case cluster.Result:
-		return d.Pass(), true
-	case eval.SimResult:
-		return d.Agrees, true
-	case eval.Result:
-		return d.Pass(), true
+func docVerdict(d Document) (pass, has bool) {
+	k, v, err := kinds.of(d.Value)
+	if err != nil {
+		return false, false
 	}
-	return false, false
+	return k.verdict(v)
+}
+
+// htmlEnvelope writes what the document says of itself: the build that
+// wrote it, when the run started and the command line. Documents upgraded
+// from version 1 know none of it, and the line is left out.
+func htmlEnvelope(b *strings.Builder, v any) {
+	h := headerOf(v)
+	if h == nil {
+		return
+	}
+	var parts []string
+	if h.Tool != nil {
+		parts = append(parts, "written by "+h.Tool.String())
+	}
+	if !h.StartedAt.IsZero() {
+		parts = append(parts, "started "+h.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+	}
+	if len(h.Command) > 0 {
+		parts = append(parts, "command "+strings.Join(h.Command, " "))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(strings.Join(parts, " · ")))
+	}
+}
+
+// headerOf is the envelope of a result value (a pointer to it, or the
+// value, whose header is then a copy), nil for a value without one.
+func headerOf(v any) *doc.Header {
+	if rv := reflect.ValueOf(v); rv.IsValid() && rv.Kind() != reflect.Pointer {
+		p := reflect.New(rv.Type())
+		p.Elem().Set(rv)
+		v = p.Interface()
+	}
+	if dh, ok := v.(interface{ DocHeader() *doc.Header }); ok {
+		return dh.DocHeader()
+	}
+	return nil
 }
 
 // htmlBadge is the verdict as a word in a box; colour only repeats it.

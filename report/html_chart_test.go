@@ -107,9 +107,9 @@ func TestLogScaleLowestDecade(t *testing.T) {
 // WATCH that gave up often admits 19 to 24.
 func bigRace() race.Result {
 	return race.Result{Concurrency: 10000, Limit: 100, Trials: 3, Verdict: "pass", Strategies: []race.Strategy{
-		{Label: "naive GET+SET", Admitted: []int{10000, 10000, 9998}},
-		{Label: "WATCH/MULTI", AtomicExpected: true, Admitted: []int{19, 24, 21}},
-		{Label: "Lua script", AtomicExpected: true, Admitted: []int{100, 100, 100}},
+		{Label: "naive GET+SET", Allowed: []int{10000, 10000, 9998}},
+		{Label: "WATCH/MULTI", AtomicExpected: true, Allowed: []int{19, 24, 21}},
+		{Label: "Lua script", AtomicExpected: true, Allowed: []int{100, 100, 100}},
 	}}
 }
 
@@ -160,9 +160,9 @@ func TestRaceChartSmallCountsVisible(t *testing.T) {
 func TestRaceChartLinearWhenClose(t *testing.T) {
 	res := bigRace()
 	res.Concurrency, res.Limit = 200, 10
-	res.Strategies[0].Admitted = []int{200, 196, 200}
-	res.Strategies[1].Admitted = []int{10, 10, 10}
-	res.Strategies[2].Admitted = []int{10, 10, 10}
+	res.Strategies[0].Allowed = []int{200, 196, 200}
+	res.Strategies[1].Allowed = []int{10, 10, 10}
+	res.Strategies[2].Allowed = []int{10, 10, 10}
 	svg := raceChart(t, res)
 	if strings.Contains(svg, "log scale") {
 		t.Error("a 200-against-10 race is drawn on a log scale")

@@ -11,7 +11,7 @@ import (
 
 func evalHTML(b *strings.Builder, res eval.Result) {
 	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(evalTitle(res)))
-	htmlServer(b, res.Server.String())
+	htmlServer(b, serverOf(res.Header).String())
 	via := "EVALSHA (EVAL on NOSCRIPT)"
 	if res.Script.Via == "fcall" {
 		via = "FCALL " + res.Script.Function + " (FUNCTION LOAD)"
@@ -42,26 +42,8 @@ func evalHTML(b *strings.Builder, res eval.Result) {
 		}.svg())
 	}
 
-	headers, right := evalColumns(res)
-	st := plainStyles()
-	var rows [][]string
-	for _, c := range res.Calls {
-		row := evalRow(res, c, st)
-		for i := range row {
-			if i < len(headers) && headers[i] == "allowed" {
-				if row[i] == "yes" {
-					row[i] = `<span class="badge pass">YES</span>`
-				} else {
-					row[i] = `<span class="badge fail">NO</span>`
-				}
-				continue
-			}
-			row[i] = esc(row[i])
-		}
-		rows = append(rows, row)
-	}
 	b.WriteString("<h3>Calls</h3>\n")
-	htmlTable(b, headers, rows, right...)
+	evalCalls(res).html(b)
 	if c := res.NoTTL; c != nil && len(c.Keys) > 0 {
 		msg := fmt.Sprintf("%s without a TTL: %s; set a TTL on every write", countNoun(len(c.Keys), "key", "keys"), neverExpires(len(c.Keys)))
 		if c.Allowed {
@@ -94,7 +76,7 @@ func evalVerdictText(res eval.Result) string {
 func simulateHTML(b *strings.Builder, res eval.SimResult) {
 	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(fmt.Sprintf("simulate %s (%s, cost %d) under %s arrivals for %s",
 		res.Algo, simulateDesc(res), res.Params.Cost, res.Rate, evalSpan(time.Duration(res.ForMs)*time.Millisecond))))
-	htmlServer(b, res.Server.String())
+	htmlServer(b, serverOf(res.Header).String())
 	share := 0.0
 	if res.Arrivals > 0 {
 		share = float64(res.Admitted) / float64(res.Arrivals)

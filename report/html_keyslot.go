@@ -120,7 +120,7 @@ func keyslotHTML(b *strings.Builder, res cluster.Result) {
 	if res.Pass() {
 		htmlVerdict(b, true, "no CROSSSLOT risk, no lint finding, no slot mismatch")
 	} else {
-		htmlVerdict(b, false, strings.Join(res.Reasons, "; "))
+		htmlVerdict(b, false, strings.Join(res.Reasons(), "; "))
 	}
 
 	if len(res.Keys) > 0 {
@@ -152,39 +152,7 @@ func keyslotHTML(b *strings.Builder, res cluster.Result) {
 			b.WriteString("<h3>Keys per primary</h3>\n")
 			b.WriteString(primaryChart(ps))
 		}
-		var rows [][]string
-		for i, k := range res.Keys {
-			if i == htmlMaxKeyRows {
-				break
-			}
-			hashed := "whole key"
-			if k.Tagged {
-				hashed = "tag " + htmlCode(k.Tag)
-			}
-			row := []string{htmlCode(ksKey(k.Key)), hashed, strconv.Itoa(k.Slot)}
-			if res.Topology != nil {
-				row = append(row, esc(k.Node), esc(strings.Join(k.Replicas, ", ")))
-			}
-			if res.Verify != nil {
-				v := "-"
-				if k.ServerSlot != nil {
-					v = strconv.Itoa(*k.ServerSlot)
-					if *k.ServerSlot != k.Slot {
-						v = htmlBadge(false) + " " + v + " mismatch"
-					}
-				}
-				row = append(row, v)
-			}
-			rows = append(rows, row)
-		}
-		headers := []string{"key", "hashed", "slot"}
-		if res.Topology != nil {
-			headers = append(headers, "node", "replicas")
-		}
-		if res.Verify != nil {
-			headers = append(headers, "CLUSTER KEYSLOT")
-		}
-		htmlTable(b, headers, rows, 2)
+		keyslotKeys(res, htmlMaxKeyRows).html(b)
 		if n := len(res.Keys) - htmlMaxKeyRows; n > 0 {
 			fmt.Fprintf(b, "<p class=\"muted\">... and %s more in the document.</p>\n", esc(countNoun(n, "key", "keys")))
 		}

@@ -6,64 +6,26 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/load"
 )
 
 // htmlMaxBars bounds the bars of a timeline; longer runs are grouped.
 const htmlMaxBars = 120
 
-// loadMaxReplay bounds the arrivals replayed for the expected envelope.
-const loadMaxReplay = 2_000_000
-
-// loadEnvelope replays the judged model over the nominal schedule (the
-// planned arrivals at start + i/rate, round-robin over the identities)
-// and returns the admissions it expects in each second, with the model in
-// words. ok is false when the document has no model to replay.
-func loadEnvelope(res *load.Result) (perSec []float64, desc string, ok bool) {
+// loadExpected returns the admissions the verdict's replay expects in
+// each second of the run, from the document, with the model in words; ok
+// is false when the document has none to draw (no --expect, or a
+// document written before version 2, which did not carry them).
+func loadExpected(res *load.Result) (perSec []float64, desc string, ok bool) {
 	j := res.Expect
-	// A schedule longer than any run (a tiny rate) would allocate a
-	// second for every second of it: no envelope then.
-	if j == nil || !(res.RatePerS > 0) || res.Planned <= 0 || res.Planned > loadMaxReplay || float64(res.Planned)/res.RatePerS > maxSeconds {
+	if j == nil || j.ExpectedPerSecond == nil {
 		return nil, "", false
 	}
-	spec := j.Model
-	if strings.EqualFold(spec, "auto") {
-		spec = j.Fits
+	perSec = make([]float64, len(j.ExpectedPerSecond))
+	for i, n := range j.ExpectedPerSecond {
+		perSec[i] = float64(n)
 	}
-	if spec == "" {
-		return nil, "", false
-	}
-	x, err := load.ParseExpect(spec)
-	if err != nil || x.Auto {
-		return nil, "", false
-	}
-	lim, err := limiter.NewLimiter(x.Params)
-	if err != nil {
-		return nil, "", false
-	}
-	ids := int(min(int64(max(res.Identities, 1)), res.Planned)) // identities past the planned arrivals get none
-	ms := make([]func(int64) bool, ids)
-	for k := range ms {
-		m := lim.Model()
-		ms[k] = func(now int64) bool { return m.Allow(now, 1).Allowed }
-	}
-	base := int64(1_000_000_000_000)
-	if !res.StartedAt.IsZero() {
-		base = res.StartedAt.UnixMilli()
-	}
-	periodNs := 1e9 / res.RatePerS
-	for i := int64(0); i < res.Planned; i++ {
-		offNs := int64(float64(i) * periodNs)
-		sec := int(offNs / 1e9)
-		for len(perSec) <= sec {
-			perSec = append(perSec, 0)
-		}
-		if ms[int(i)%ids](base + offNs/1e6) {
-			perSec[sec]++
-		}
-	}
-	return perSec, load.Describe(x.Params), true
+	return perSec, j.Description, true
 }
 
 func loadHTML(b *strings.Builder, res *load.Result) {
@@ -85,7 +47,7 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 
 	// Timeline: stacked bars per second against the expected envelope.
 	secs := loadSeconds(res, htmlMaxBars)
-	env, envDesc, hasEnv := loadEnvelope(res)
+	env, envDesc, hasEnv := loadExpected(res)
 	b.WriteString("<h3>Timeline: admitted, limited and failed per second</h3>\n")
 	chart := barChart{
 		title:  "requests per second by outcome",
@@ -118,10 +80,13 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 		chart.legend = append(chart.legend, legendItem{"expected admitted: " + envDesc, "line-expected"})
 	}
 	b.WriteString(chart.svg())
-	if hasEnv {
-		b.WriteString("<p class=\"muted\">The dashed line is what the model of the verdict admits in each second when the planned arrivals are replayed through it (one limiter per identity).</p>\n")
-	} else if res.Expect == nil {
+	switch {
+	case hasEnv:
+		b.WriteString("<p class=\"muted\">The dashed line is what the verdict's model admits in each second: the arrivals actually sent, replayed through it by the verdict (one limiter per identity).</p>\n")
+	case res.Expect == nil:
 		b.WriteString("<p class=\"muted\">No expected envelope: the run had no --expect.</p>\n")
+	default:
+		b.WriteString("<p class=\"muted\">No expected envelope: this document does not carry the expected admissions per second (documents written before version 2 do not), so only the verdict's total is shown.</p>\n")
 	}
 
 	// Cumulative admitted against the expectation and its tolerance.
@@ -201,15 +166,7 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 		title: "latency percentiles", yLabel: "milliseconds (log scale)", groups: groups, height: 260, logY: true,
 		legend: []legendItem{{"from due time (no coordinated omission)", "lat-due"}, {"from send", "lat-send"}, {"lateness of the send", "lat-late"}},
 	}.svg())
-	lat := func(name string, l load.Latency) []string {
-		if l.Count == 0 {
-			return []string{esc(name), "-", "-", "-", "-", "-", "-"}
-		}
-		return []string{esc(name), loadNum(l.Min), loadNum(l.Mean), loadNum(l.P50), loadNum(l.P90), loadNum(l.P99), loadNum(l.Max)}
-	}
-	htmlTable(b, []string{"latency ms", "min", "mean", "p50", "p90", "p99", "max"}, [][]string{
-		lat("from due time", res.LatencyFromDue), lat("from send", res.Latency), lat("lateness", res.Lateness),
-	}, 1, 2, 3, 4, 5, 6)
+	loadLatencies(res).html(b)
 	if res.LatencyFromDueHistogram != nil || res.LatencyHistogram != nil {
 		b.WriteString("<h3>Latency histogram</h3>\n")
 		b.WriteString(loadHistogramChart(res))
@@ -233,17 +190,7 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 
 	// Header checks.
 	b.WriteString("<h3>Header checks</h3>\n")
-	var hrows [][]string
-	for _, c := range loadHeaderChecks(res) {
-		result, why := htmlBadge(c.pass), esc(c.detail)
-		if c.skip != "" {
-			result, why = `<span class="badge skip">SKIPPED</span>`, esc(c.skip)
-		} else if !c.pass {
-			why = esc(c.message)
-		}
-		hrows = append(hrows, []string{esc(c.name), result, why})
-	}
-	htmlTable(b, []string{"check", "result", "details"}, hrows)
+	loadHeaderChecks(res).html(b)
 	h := res.Headers
 	var hnotes []string
 	if h.PolicyValue != "" {
@@ -257,11 +204,7 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 	// Thresholds and the verdict on the admitted count.
 	if len(res.Thresholds) > 0 {
 		b.WriteString("<h3>Thresholds</h3>\n")
-		var trows [][]string
-		for _, c := range res.Thresholds {
-			trows = append(trows, []string{esc(loadCheckName(c)), esc(c.Actual), htmlBadge(c.Pass)})
-		}
-		htmlTable(b, []string{"threshold", "actual", "result"}, trows)
+		loadThresholds(res).html(b)
 	}
 	if j := res.Expect; j != nil {
 		b.WriteString("<h3>Verdict on the admitted count</h3>\n")

@@ -10,24 +10,24 @@ import (
 
 func raceHTML(b *strings.Builder, res race.Result) {
 	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(RaceSentence(res)))
-	htmlServer(b, res.Server.String())
+	htmlServer(b, serverOf(res.Header).String())
 	where := ""
 	if res.Node != "" {
 		where = ", all on node " + res.Node
 	}
 	fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("%d goroutines at one barrier, limit %d, %s, keys %s%s (deleted)",
-		res.Concurrency, res.Limit, countNoun(res.Trials, "trial", "trials"), res.Keys, where)))
+		res.Concurrency, res.Limit, countNoun(res.Trials, "trial", "trials"), res.KeyPattern, where)))
 	if res.Pass() {
 		htmlVerdict(b, true, fmt.Sprintf("no strategy that must be atomic admitted more than the limit of %d", res.Limit))
 	} else {
-		htmlVerdict(b, false, strings.Join(res.Failures, "; "))
+		htmlVerdict(b, false, strings.Join(res.Failures(), "; "))
 	}
 
 	b.WriteString("<h3>Admitted per strategy and trial</h3>\n")
 	var groups []barGroup
 	for _, s := range res.Strategies {
 		g := barGroup{label: s.Label}
-		for t, a := range s.Admitted {
+		for t, a := range s.Allowed {
 			cls := "racy"
 			if s.AtomicExpected {
 				cls = "atomic"
@@ -52,39 +52,8 @@ func raceHTML(b *strings.Builder, res race.Result) {
 		height: 320, ints: true, logY: logY,
 	}.svg())
 
-	var rows [][]string
-	for _, s := range res.Strategies {
-		for t := range s.Admitted {
-			name, atomic := "", ""
-			if t == 0 {
-				name, atomic = esc(s.Label), raceYesNo(s.AtomicExpected)
-			}
-			over := strconv.Itoa(raceAt(s.OverAdmitted, t))
-			if s.AtomicExpected && raceAt(s.OverAdmitted, t) > 0 {
-				over = htmlBadge(false) + " " + over
-			}
-			rows = append(rows, []string{name, atomic, strconv.Itoa(t + 1), fmt.Sprintf("%d/%d", s.Admitted[t], res.Concurrency), over,
-				raceOptInt(s.FinalValue, t), raceOptInt(s.LostUpdates, t), strconv.Itoa(raceAt(s.Retries, t)),
-				strconv.Itoa(raceAt(s.GiveUps, t)), strconv.Itoa(raceAt(s.Errors, t)),
-				esc(raceMicros(raceAt(s.TrialP50Us, t))), esc(raceMicros(raceAt(s.TrialP99Us, t))), esc(raceMicros(raceAt(s.WallUs, t)))})
-		}
-	}
-	htmlTable(b, []string{"strategy", "atomic", "trial", "admitted", "over", "in redis", "lost", "retries", "give-ups", "errors", "p50", "p99", "wall"},
-		rows, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
-
-	rows = rows[:0]
-	for _, s := range res.Strategies {
-		result := esc(raceMDOutcome(s, res.Limit))
-		switch {
-		case s.AtomicExpected && s.AdmittedMax > int(res.Limit):
-			result = htmlBadge(false) + " over the limit"
-		case s.AtomicExpected:
-			result = htmlBadge(true)
-		}
-		rows = append(rows, []string{esc(s.Label), strconv.Itoa(s.AdmittedMin), raceMedian(s.AdmittedMedian), strconv.Itoa(s.AdmittedMax),
-			esc(raceMicros(s.P50Us)), esc(raceMicros(s.P99Us)), result})
-	}
-	htmlTable(b, []string{"across trials", "min", "median", "max", "p50", "p99", "result"}, rows, 1, 2, 3, 4, 5)
+	raceTrials(res).html(b)
+	raceAcross(res).html(b)
 	htmlNotes(b, "warn", res.Notes)
 }
 
@@ -98,7 +67,7 @@ const raceLogRatio = 20
 func raceLogAxis(res race.Result) bool {
 	small, top := float64(res.Limit), float64(res.Limit)
 	for _, s := range res.Strategies {
-		for _, a := range s.Admitted {
+		for _, a := range s.Allowed {
 			if a > 0 {
 				small = min(small, float64(a))
 			}

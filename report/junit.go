@@ -6,10 +6,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/ratelimit-dev/ratelimit/cluster"
-	"github.com/ratelimit-dev/ratelimit/eval"
-	"github.com/ratelimit-dev/ratelimit/load"
-	"github.com/ratelimit-dev/ratelimit/race"
+	"github.com/ratelimit-dev/ratelimit/doc"
 )
 
 // The JUnit XML that CI systems read (Jenkins, GitLab, GitHub test
@@ -41,6 +38,9 @@ type junitSuite struct {
 }
 
 type junitCase struct {
+	// check is the check the testcase shows, when it shows one: a failed
+	// warning becomes a ::warning annotation.
+	check     *doc.Check
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"`
@@ -72,33 +72,35 @@ func (c *junitCase) fail(typ, message, text string) {
 	c.Failure = &junitFailure{Type: typ, Message: message, Text: text}
 }
 
+// checkCase is the testcase of one check: a failure of type typ when a
+// check that counts failed, skipped when it did not apply, else passed
+// with the message (a failed warning says so first) and detail as output.
+func checkCase(classname, name string, ch doc.Check, typ, detail string) junitCase {
+	c := newCase(classname, name, 0)
+	c.check = &ch
+	switch {
+	case ch.Skipped:
+		c.Skipped = &junitSkipped{Message: ch.Message}
+	case !ch.Pass && ch.Counts():
+		c.fail(typ, ch.Message, detail)
+	case !ch.Pass:
+		c.SystemOut = "warning: " + ch.Message + "\n" + detail
+	default:
+		c.SystemOut = ch.Message + "\n" + detail
+	}
+	return c
+}
+
 // JUnit writes documents as one JUnit report: a <testsuite> per document.
 // Every kind has one: a kind without checks (scripts) is an empty suite.
 func JUnit(w io.Writer, docs ...any) error {
 	var suites []junitSuite
 	for _, d := range docs {
-		kind, v, err := docKind(d)
+		k, v, err := kinds.of(d)
 		if err != nil {
 			return err
 		}
-		var s junitSuite
-		switch res := v.(type) {
-		case race.Result:
-			s = raceSuite(res)
-		case *load.Result:
-			s = loadSuite(res)
-		case cluster.Result:
-			s = keyslotSuite(res)
-		case eval.Result:
-			s = evalSuite(res)
-		case eval.SimResult:
-			s = simulateSuite(res)
-		case eval.Catalog:
-			s = scriptsSuite(res)
-		default:
-			return fmt.Errorf("report: no junit renderer for %s", kind)
-		}
-		suites = append(suites, s)
+		suites = append(suites, k.junit(v))
 	}
 	return writeJUnit(w, suites)
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/doc"
 )
 
 // ksKey prints a key so that every byte is visible: as is when it has no
@@ -69,6 +70,49 @@ func ksHashed(tag string, tagged bool) string {
 	return "whole key"
 }
 
+// keyslotKeys is the table of the first n keys: slot, the node and
+// replicas serving it (live) and CLUSTER KEYSLOT's answer (--verify).
+func keyslotKeys(res cluster.Result, n int) table {
+	t := table{headers: []string{"key", "hashed", "slot"}, right: []int{2}} // numbers right-aligned, text left-aligned
+	live := res.Topology != nil
+	if live {
+		t.headers = append(t.headers, "node", "replicas")
+	}
+	if res.Verify != nil {
+		t.right = append(t.right, len(t.headers))
+		t.headers = append(t.headers, "CLUSTER KEYSLOT")
+	}
+	for _, k := range res.Keys[:min(n, len(res.Keys))] {
+		hashed := textCell("whole key")
+		if k.Tagged {
+			hashed = cell{prefix: "tag ", text: k.Tag, kind: cellKey}
+		}
+		row := []cell{keyCell(k.Key), hashed, textCell(strconv.Itoa(k.Slot))}
+		if live {
+			node, reps := k.Node, strings.Join(k.Replicas, ", ")
+			if node == "" {
+				node = "(none)"
+			}
+			if reps == "" {
+				reps = "-"
+			}
+			row = append(row, textCell(node), textCell(reps))
+		}
+		if res.Verify != nil {
+			v := textCell("-")
+			if k.ServerSlot != nil {
+				v = textCell(strconv.Itoa(*k.ServerSlot))
+				if *k.ServerSlot != k.Slot {
+					v = flagCell(v.text + " MISMATCH")
+				}
+			}
+			row = append(row, v)
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
 // KeyslotText renders a keyslot result as text: the server (or that slots
 // were computed offline), the keys with their slots and nodes, the groups,
 // the linted scripts, the spread, the split and the verdict.
@@ -95,40 +139,7 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 	}
 	if len(res.Keys) > 0 {
 		b.WriteString("\n")
-		headers := []string{"key", "hashed", "slot"}
-		right := []int{2} // numbers right-aligned, text left-aligned
-		live := res.Topology != nil
-		if live {
-			headers = append(headers, "node", "replicas")
-		}
-		if res.Verify != nil {
-			right = append(right, len(headers))
-			headers = append(headers, "CLUSTER KEYSLOT")
-		}
-		rows := make([][]string, len(res.Keys))
-		for i, k := range res.Keys {
-			row := []string{ksKey(k.Key), ksHashed(k.Tag, k.Tagged), strconv.Itoa(k.Slot)}
-			if live {
-				node := k.Node
-				if node == "" {
-					node = "(none)"
-				}
-				reps := strings.Join(k.Replicas, ",")
-				if reps == "" {
-					reps = "-"
-				}
-				row = append(row, Printable(node), Printable(reps))
-			}
-			if res.Verify != nil && k.ServerSlot != nil {
-				v := strconv.Itoa(*k.ServerSlot)
-				if *k.ServerSlot != k.Slot {
-					v = st.Fail.Render(v + " MISMATCH")
-				}
-				row = append(row, v)
-			}
-			rows[i] = row
-		}
-		b.WriteString(Table(headers, rows, st, right...))
+		b.WriteString(keyslotKeys(res, len(res.Keys)).text(st))
 	}
 	if v := res.Verify; v != nil {
 		fmt.Fprintf(&b, "\n%s  %s checked with CLUSTER KEYSLOT, %s\n",
@@ -232,8 +243,8 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 		}
 	}
 	b.WriteString("\nverdict: " + st.Verdict(res.Pass()))
-	if len(res.Reasons) > 0 {
-		b.WriteString("  " + Printable(strings.Join(res.Reasons, "; ")))
+	if reasons := res.Reasons(); len(reasons) > 0 {
+		b.WriteString("  " + Printable(strings.Join(reasons, "; ")))
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
@@ -289,9 +300,45 @@ func KeyslotGitHub(w io.Writer, res cluster.Result) error {
 	}
 	verdict := "keyslot: PASS"
 	if !res.Pass() {
-		verdict = "keyslot: FAIL: " + Printable(strings.Join(res.Reasons, "; "))
+		verdict = "keyslot: FAIL: " + Printable(strings.Join(res.Reasons(), "; "))
 	}
 	b.WriteString(verdict + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+var keyslotKind = kind[cluster.Result]{
+	name: cluster.Kind, version: cluster.Version,
+	older:    map[int]func([]byte) (cluster.Result, error){1: keyslotFromV1},
+	validate: validateKeyslot,
+	checks:   cluster.Result.CheckList,
+	text:     KeyslotText,
+	markdown: keyslotMarkdown,
+	junit:    keyslotSuite,
+	html:     keyslotHTML,
+	json:     KeyslotJSON,
+	github:   KeyslotGitHub,
+}
+
+// keyslotFromV1: the reasons are replaced by the checks derived from the
+// groups, scripts and verify; a spread's counts are key_count and
+// slot_count.
+func keyslotFromV1(data []byte) (cluster.Result, error) {
+	res, err := upgradeTree[cluster.Result](data, func(t jsonTree) {
+		t["version"] = cluster.Version
+		delete(t, "reasons")
+		if sp := object(t, "spread"); sp != nil {
+			rename(sp, "keys", "key_count")
+			for _, p := range objects(sp, "primaries") {
+				rename(p, "keys", "key_count")
+				rename(p, "slots", "slot_count")
+			}
+		}
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Checks = cluster.Checks(res)
+	res.Verdict = doc.Verdict(res.Checks)
+	return res, nil
 }

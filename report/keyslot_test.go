@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
@@ -45,8 +46,8 @@ func ksLiveResult(t *testing.T) cluster.Result {
 		{Start: 10923, End: 16383, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7103"}}},
 	})
 	srv := redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "cluster", Primaries: 3, Addr: "redis://127.0.0.1:7101", Embedded: false}
-	res := cluster.Result{Kind: cluster.Kind, Version: cluster.Version, Server: &srv, Topology: top,
-		Groups: []cluster.Group{}, Scripts: []cluster.ScriptReport{}, Findings: []cluster.Finding{}, Reasons: []string{}}
+	res := cluster.Result{Header: testHeader(cluster.Kind, cluster.Version, &srv, "--redis", "redis://127.0.0.1:7101", "--verify"), Topology: top,
+		Groups: []cluster.Group{}, Scripts: []cluster.ScriptReport{}, Findings: []cluster.Finding{}}
 	for i, k := range []string{"rl:{user:42}:tb", "somekey", "123456789"} {
 		tag, ok := cluster.Tag(k)
 		s := cluster.Slot(k)
@@ -70,8 +71,8 @@ func ksLiveResult(t *testing.T) cluster.Result {
 	}
 	split.SetRate(rate.Rate{Count: 1000, Per: time.Second})
 	res.Split = &split
-	res.Verdict = "fail"
-	res.Reasons = []string{"1 of 3 keys: CLUSTER KEYSLOT differs from the offline slot"}
+	res.Checks = cluster.Checks(res)
+	res.Verdict = doc.Verdict(res.Checks)
 	return res
 }
 
@@ -107,7 +108,7 @@ func TestKeyslotGolden(t *testing.T) {
 			if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 				t.Fatalf("json does not read back: %v", err)
 			}
-			if back.Kind != "keyslot" || back.Version != 1 || back.Verdict != res.Verdict || len(back.Keys) != len(res.Keys) {
+			if back.Kind != "keyslot" || back.Version != 2 || back.Verdict != res.Verdict || len(back.Keys) != len(res.Keys) {
 				t.Errorf("json read back: kind %q version %d verdict %q keys %d", back.Kind, back.Version, back.Verdict, len(back.Keys))
 			}
 			var suites junitSuites
@@ -179,7 +180,7 @@ func FuzzKeyslotJSONString(f *testing.F) {
 		}
 		k := cluster.Key{Key: s, Tag: s, Slot: 3, Node: s, Replicas: []string{s, "x"}}
 		var a, b bytes.Buffer
-		res := cluster.Result{Kind: "keyslot", Version: 1, Keys: []cluster.Key{k, k}}
+		res := cluster.Result{Header: testHeader(cluster.Kind, cluster.Version, nil), Keys: []cluster.Key{k, k}}
 		_ = JSON(&a, res)
 		_ = KeyslotJSON(&b, res)
 		if a.String() != b.String() {

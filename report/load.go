@@ -37,28 +37,9 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 	}
 	b.WriteString("\n")
 
-	dropped := fmt.Sprintf("%d dropped", res.Dropped)
-	if res.Dropped > 0 {
-		dropped = st.Warn.Render(fmt.Sprintf("%d dropped (%d no idle VU, %d late)", res.Dropped, res.DroppedNoVU, res.DroppedLate))
-	}
-	rows := [][]string{
-		{"iterations", fmt.Sprintf("%d sent of %d planned, %s, %.1f/s achieved", res.Sent, res.Planned, dropped, res.AchievedRate)},
-		{"completed", fmt.Sprintf("%d in %s (%d with a status), %s responses/s", res.Completed, loadSecs(res.ElapsedS), res.Responses, loadRate(res.ResponsesPerS))},
-		{"statuses", loadStatusLine(res.Status)},
-		{"rate_limited", fmt.Sprintf("%d (%s of responses)", res.RateLimited, pct(res.RateLimitedPct/100))},
-		{"failed", loadFailedLine(res)},
-		{"vus", fmt.Sprintf("%d busy at most, %d allocated (%d pre-allocated, max %d)", res.VUs.MaxBusy, res.VUs.Peak, res.VUs.PreAllocated, res.VUs.Max)},
-		{"data", loadBytesLine(res)},
-	}
-	b.WriteString(Table(nil, rows, st))
+	b.WriteString(table{rows: loadMetrics(res)}.text(st))
 	b.WriteString("\n")
-
-	lat := [][]string{
-		loadLatencyRow("from send", res.Latency),
-		loadLatencyRow("from due", res.LatencyFromDue),
-		loadLatencyRow("lateness", res.Lateness),
-	}
-	b.WriteString(Table(loadLatencyHeaders, lat, st, 1, 2, 3, 4, 5, 6, 7))
+	b.WriteString(loadLatencies(res).text(st))
 	b.WriteString("\n")
 
 	b.WriteString(loadTimelineTable(res, st))
@@ -67,15 +48,7 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 	b.WriteString(loadHeadersTable(res.Headers, res.RateLimited, st))
 	b.WriteString("\n")
 
-	var th [][]string
-	for _, c := range res.Thresholds {
-		row := []string{Printable(loadCheckName(c)), Printable(c.Actual), st.Verdict(c.Pass)}
-		if c.Aborted {
-			row = append(row, st.Warn.Render("stopped the run"))
-		}
-		th = append(th, row)
-	}
-	b.WriteString(Table([]string{"threshold", "actual", ""}, th, st))
+	b.WriteString(loadThresholds(res).text(st))
 	if loadHasLatencyCheck(res) {
 		b.WriteString(st.Dim.Render("latency thresholds are judged on the latency from the due time") + "\n")
 	}
@@ -133,6 +106,89 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// loadMetrics are the rows of what was sent and what came back.
+func loadMetrics(res *load.Result) [][]cell {
+	iterations := textCell(fmt.Sprintf("%d sent of %d planned, %d dropped, %.1f/s achieved", res.Sent, res.Planned, res.Dropped, res.AchievedRate))
+	if res.Dropped > 0 {
+		iterations = warnCell(fmt.Sprintf("%d sent of %d planned, %d dropped (%d no idle VU, %d late), %.1f/s achieved",
+			res.Sent, res.Planned, res.Dropped, res.DroppedNoVU, res.DroppedLate, res.AchievedRate))
+	}
+	return [][]cell{
+		{textCell("iterations"), iterations},
+		textCells("completed", fmt.Sprintf("%d in %s (%d with a status), %s responses/s", res.Completed, loadSecs(res.ElapsedS), res.Responses, loadRate(res.ResponsesPerS))),
+		textCells("statuses", loadStatusLine(res.Status)),
+		textCells("refused", fmt.Sprintf("%d (%s of responses)", res.RateLimited, pct(res.RateLimitedPct/100))),
+		textCells("failed", loadFailedLine(res)),
+		textCells("vus", fmt.Sprintf("%d busy at most, %d allocated (%d pre-allocated, max %d)", res.VUs.MaxBusy, res.VUs.Peak, res.VUs.PreAllocated, res.VUs.Max)),
+		textCells("data", loadBytesLine(res)),
+	}
+}
+
+// loadLatencies is the latency table: from the send, from the due time
+// and the lateness of the send.
+func loadLatencies(res *load.Result) table {
+	return table{headers: loadLatencyHeaders, right: []int{1, 2, 3, 4, 5, 6, 7}, rows: [][]cell{
+		textCells(loadLatencyRow("from send", res.Latency)...),
+		textCells(loadLatencyRow("from due time", res.LatencyFromDue)...),
+		textCells(loadLatencyRow("lateness", res.Lateness)...),
+	}}
+}
+
+// loadThresholds is one row per threshold.
+func loadThresholds(res *load.Result) table {
+	t := table{headers: []string{"threshold", "actual", "result"}}
+	for _, c := range res.Thresholds {
+		stopped := ""
+		if c.Aborted {
+			stopped = "(stopped the run)"
+		}
+		t.rows = append(t.rows, []cell{textCell(loadCheckName(c)), textCell(c.Actual), verdictCell(c.Pass, stopped)})
+	}
+	return t
+}
+
+// loadHeaderNames name the header checks of a load run.
+var loadHeaderNames = map[string]string{
+	load.CheckRateLimit:   "RateLimit valid",
+	load.CheckPolicy:      "RateLimit-Policy valid",
+	load.CheckRetryAfter:  "Retry-After on every 429",
+	load.CheckNotStorable: "429 not storable by caches",
+}
+
+// loadHeaderDetail is the counts behind a header check.
+func loadHeaderDetail(res *load.Result, id string) string {
+	h := res.Headers
+	switch id {
+	case load.CheckRateLimit, load.CheckPolicy:
+		f := h.RateLimit
+		if id == load.CheckPolicy {
+			f = h.Policy
+		}
+		return fmt.Sprintf("present on %s of %s, valid on %s", loadShare(f.Present, h.Responses), countNoun(int(h.Responses), "response", "responses"), loadShare(f.Valid, f.Present))
+	case load.CheckRetryAfter:
+		return fmt.Sprintf("present on %s of 429s, valid on %s", loadShare(h.RetryAfter.Present, res.RateLimited), loadShare(h.RetryAfter.Valid, res.RateLimited))
+	}
+	return fmt.Sprintf("%s of 429s storable", loadShare(h.Storable429, res.RateLimited))
+}
+
+// loadHeaderChecks is one row per header check: its name, its result and
+// the counts (or why it failed or was skipped).
+func loadHeaderChecks(res *load.Result) table {
+	t := table{headers: []string{"header check", "result", "details"}}
+	for _, c := range res.CheckList() {
+		name, ok := loadHeaderNames[c.ID]
+		if !ok {
+			continue
+		}
+		why := loadHeaderDetail(res, c.ID)
+		if c.Skipped || !c.Pass {
+			why = c.Message
+		}
+		t.rows = append(t.rows, []cell{textCell(name), checkCell(c), textCell(why)})
+	}
+	return t
 }
 
 // loadSecs prints seconds to the millisecond: "30s", "29.951s".
@@ -329,4 +385,51 @@ func loadHeadersTable(h load.Headers, limited int64, st Styles) string {
 		fmt.Fprintf(&b, "legacy %s* headers on %s of responses\n", Printable(h.LegacyName), loadShare(h.Legacy, h.Responses))
 	}
 	return b.String()
+}
+
+var loadKind = kind[*load.Result]{
+	name: load.Kind, version: load.Version,
+	older:    map[int]func([]byte) (*load.Result, error){1: loadFromV1},
+	validate: validateLoad,
+	checks:   (*load.Result).CheckList,
+	verdict: func(r *load.Result) (pass, has bool) {
+		return r.Verdict == "pass", r.Verdict == "pass" || r.Verdict == "fail"
+	},
+	text:     LoadText,
+	markdown: loadMarkdown,
+	junit:    loadSuite,
+	html:     loadHTML,
+}
+
+// loadFromV1: the arrival rate is arrival_rate, seconds are milliseconds,
+// rate_limited is refused; verdict_messages, which the checks replace, are
+// kept for the checks to be derived from.
+func loadFromV1(data []byte) (*load.Result, error) {
+	var messages []string
+	res, err := upgradeTree[*load.Result](data, func(t jsonTree) {
+		t["version"] = load.Version
+		rename(t, "rate", "arrival_rate")
+		rename(t, "rate_per_s", "arrival_rate_per_s")
+		for _, f := range []string{"duration", "elapsed", "timeout"} {
+			renameMs(t, f+"_s", f+"_ms", sToMs)
+		}
+		rename(t, "rate_limited", "refused")
+		rename(t, "rate_limited_pct", "refused_pct")
+		if x := object(t, "expect"); x != nil {
+			renameMs(x, "over_s", "over_ms", sToMs)
+		}
+		if ms, ok := t["verdict_messages"].([]any); ok {
+			for _, m := range ms {
+				if s, ok := m.(string); ok {
+					messages = append(messages, s)
+				}
+			}
+		}
+		delete(t, "verdict_messages")
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.VerdictMessages = messages
+	return res, nil
 }

@@ -48,7 +48,7 @@ func loadPass() *load.Result {
 		Thresholds: []load.Check{{ID: "failed<=1%", Name: "failed", Op: "<=", Limit: "1%", Actual: "0.00% (0 of 600 completed)", Pass: true, Message: "failed<=1%: 0.00% (0 of 600 completed)"}},
 		Expect: &load.Judged{
 			Model: "auto", Description: "RateLimit-Policy q=10;w=2 read as token bucket 10 + 5/s",
-			Expected: 159, Observed: 159, Of: 600, Tolerance: 2, OverS: 29.95, Pass: true,
+			Expected: 159, Observed: 159, Of: 600, Tolerance: 2, OverMs: 29.95e3, Pass: true,
 			Tol: load.TolParts{Jitter: 1, Rounding: 1},
 			Readings: []load.Reading{
 				{Model: "token-bucket:burst=10,rate=5/s", Description: "token bucket 10 + 5/s", Expected: 159, Tolerance: 2, Fits: true},
@@ -196,13 +196,18 @@ func TestLoadJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The fields the issue names.
-	for _, k := range []string{"kind", "version", "target", "rate_per_s", "duration_s", "planned", "sent", "dropped",
-		"status", "failed", "timeline", "latency_ms", "latency_from_due_ms", "headers", "expect", "verdict"} {
+	for _, k := range []string{"kind", "version", "target", "arrival_rate_per_s", "duration_ms", "planned", "sent", "dropped",
+		"status", "allowed", "refused", "failed", "timeline", "latency_ms", "latency_from_due_ms", "headers", "expect", "checks", "verdict"} {
 		if _, ok := doc[k]; !ok {
 			t.Errorf("JSON lacks %q", k)
 		}
 	}
-	if doc["kind"] != "load" || doc["version"] != float64(1) {
+	for _, k := range []string{"rate_per_s", "duration_s", "rate_limited", "verdict_messages"} {
+		if _, ok := doc[k]; ok {
+			t.Errorf("JSON has %q, a field of version 1", k)
+		}
+	}
+	if doc["kind"] != "load" || doc["version"] != float64(2) {
 		t.Errorf("kind %v version %v", doc["kind"], doc["version"])
 	}
 	exp := doc["expect"].(map[string]any)
@@ -238,7 +243,9 @@ func TestLoadJUnitOneFailurePerReason(t *testing.T) {
 	if n := count(res); n != 1 {
 		t.Errorf("one aborting threshold: %d failures, want 1", n)
 	}
-	// Negative control: a second, uncovered reason is a second failure.
+	// Negative control: a second reason no other testcase carries (no
+	// limiter seen, with --expect) is a second failure.
+	res.RateLimited, res.Headers.RateLimit, res.Headers.Policy = 0, load.FieldStat{}, load.FieldStat{}
 	res.VerdictMessages = append(res.VerdictMessages, load.NoLimiterNote)
 	if n := count(res); n != 2 {
 		t.Errorf("two reasons: %d failures, want 2", n)

@@ -1,14 +1,8 @@
 package report
 
 import (
-	"fmt"
 	"io"
 	"strings"
-
-	"github.com/ratelimit-dev/ratelimit/cluster"
-	"github.com/ratelimit-dev/ratelimit/eval"
-	"github.com/ratelimit-dev/ratelimit/load"
-	"github.com/ratelimit-dev/ratelimit/race"
 )
 
 // Markdown renders a result document as GitHub-flavoured Markdown, fit for
@@ -16,27 +10,12 @@ import (
 // tables. Every piece of text from the document is escaped, so a key with
 // | or ` cannot break a table or start code.
 func Markdown(w io.Writer, doc any) error {
-	kind, v, err := docKind(doc)
+	k, v, err := kinds.of(doc)
 	if err != nil {
 		return err
 	}
 	var b strings.Builder
-	switch d := v.(type) {
-	case eval.Result:
-		evalMarkdown(&b, d)
-	case eval.SimResult:
-		simulateMarkdown(&b, d)
-	case eval.Catalog:
-		scriptsMarkdown(&b, d)
-	case race.Result:
-		raceMarkdown(&b, d)
-	case *load.Result:
-		loadMarkdown(&b, d)
-	case cluster.Result:
-		keyslotMarkdown(&b, d)
-	default:
-		return fmt.Errorf("report: no markdown renderer for %s", kind)
-	}
+	k.markdown(&b, v)
 	_, err = io.WriteString(w, b.String())
 	return err
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -11,12 +10,9 @@ import (
 	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
-// plainStyles renders the shared row helpers without ANSI escapes.
-func plainStyles() Styles { return NewStyles(io.Discard, Options{}) }
-
 func evalMarkdown(b *strings.Builder, res eval.Result) {
 	fmt.Fprintf(b, "### ratelimit eval: %s\n\n%s\n\n", mdVerdict(res.Pass()), md(evalTitle(res)))
-	mdServer(b, res.Server.String())
+	mdServer(b, serverOf(res.Header).String())
 	via := "EVALSHA (EVAL on NOSCRIPT)"
 	if res.Script.Via == "fcall" {
 		via = "FCALL " + res.Script.Function + " (FUNCTION LOAD)"
@@ -26,21 +22,7 @@ func evalMarkdown(b *strings.Builder, res eval.Result) {
 		fmt.Fprintf(b, "; KEYS %s, ARGV %s", mdCodes(res.Script.Keys), mdCodes(res.Script.Args))
 	}
 	b.WriteString("\n\n")
-	headers, right := evalColumns(res)
-	st := plainStyles()
-	rows := make([][]string, 0, len(res.Calls))
-	for _, c := range res.Calls {
-		row := evalRow(res, c, st)
-		for i := range row {
-			if i < len(headers) && headers[i] == "reply" {
-				row[i] = mdCode(row[i])
-			} else {
-				row[i] = md(row[i])
-			}
-		}
-		rows = append(rows, row)
-	}
-	mdTable(b, mdHeaders(headers), rows, right...)
+	evalCalls(res).markdown(b)
 	b.WriteString("**" + md(evalSummary(res)) + "**\n")
 	if c := res.NoTTL; c != nil && len(c.Keys) > 0 {
 		verdict := "**FAIL**"
@@ -107,7 +89,7 @@ func simulateDesc(res eval.SimResult) string {
 func simulateMarkdown(b *strings.Builder, res eval.SimResult) {
 	fmt.Fprintf(b, "### ratelimit eval --simulate: %s\n\n", md(fmt.Sprintf("%s (%s, cost %d) under %s arrivals for %s",
 		res.Algo, simulateDesc(res), res.Params.Cost, res.Rate, evalSpan(time.Duration(res.ForMs)*time.Millisecond))))
-	mdServer(b, res.Server.String())
+	mdServer(b, serverOf(res.Header).String())
 	share := 0.0
 	if res.Arrivals > 0 {
 		share = float64(res.Admitted) / float64(res.Arrivals)

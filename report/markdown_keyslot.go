@@ -21,8 +21,8 @@ func mdKeys(keys []string) string {
 
 func keyslotMarkdown(b *strings.Builder, res cluster.Result) {
 	fmt.Fprintf(b, "### ratelimit keyslot: %s\n\n", mdVerdict(res.Pass()))
-	if len(res.Reasons) > 0 {
-		for _, r := range res.Reasons {
+	if reasons := res.Reasons(); len(reasons) > 0 {
+		for _, r := range reasons {
 			b.WriteString("- " + md(r) + "\n")
 		}
 		b.WriteString("\n")
@@ -36,50 +36,7 @@ func keyslotMarkdown(b *strings.Builder, res cluster.Result) {
 		b.WriteString("notice: " + md(res.Notice) + "\n\n")
 	}
 	if len(res.Keys) > 0 {
-		live := res.Topology != nil
-		headers := []string{"key", "hashed", "slot"}
-		if live {
-			headers = append(headers, "node", "replicas")
-		}
-		right := []int{2} // numbers right-aligned, text left-aligned
-		if res.Verify != nil {
-			right = append(right, len(headers))
-			headers = append(headers, "CLUSTER KEYSLOT")
-		}
-		var rows [][]string
-		for i, k := range res.Keys {
-			if i == mdMaxKeys {
-				break
-			}
-			hashed := "whole key"
-			if k.Tagged {
-				hashed = "tag " + mdCode(k.Tag)
-			}
-			row := []string{mdCode(k.Key), hashed, strconv.Itoa(k.Slot)}
-			if live {
-				node := k.Node
-				if node == "" {
-					node = "(none)"
-				}
-				reps := strings.Join(k.Replicas, ", ")
-				if reps == "" {
-					reps = "-"
-				}
-				row = append(row, md(node), md(reps))
-			}
-			if res.Verify != nil {
-				v := "-"
-				if k.ServerSlot != nil {
-					v = strconv.Itoa(*k.ServerSlot)
-					if *k.ServerSlot != k.Slot {
-						v = "**" + v + " MISMATCH**"
-					}
-				}
-				row = append(row, v)
-			}
-			rows = append(rows, row)
-		}
-		mdTable(b, headers, rows, right...)
+		keyslotKeys(res, mdMaxKeys).markdown(b)
 		if n := len(res.Keys) - mdMaxKeys; n > 0 {
 			fmt.Fprintf(b, "... and %s more (use -o json for all of them)\n\n", countNoun(n, "key", "keys"))
 		}

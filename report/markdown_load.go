@@ -94,34 +94,8 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 	if res.Aborted {
 		fmt.Fprintf(b, "**Aborted** (`--abort-on-fail`): %s; %d iterations never fell due.\n\n", md(res.AbortReason), res.NotStarted)
 	}
-
-	statuses := make([]string, 0, len(res.Status))
-	for _, k := range loadMDSorted(res.Status) {
-		statuses = append(statuses, fmt.Sprintf("%s: %d", k, res.Status[k]))
-	}
-	errs := make([]string, 0, len(res.Errors))
-	for _, k := range loadMDSorted(res.Errors) {
-		errs = append(errs, fmt.Sprintf("%s: %d", k, res.Errors[k]))
-	}
-	failed := fmt.Sprintf("%d (%s)", res.Failed, pct(res.FailedPct/100))
-	if len(errs) > 0 {
-		failed += "; transport errors " + strings.Join(errs, ", ")
-	}
-	rows := [][]string{
-		{"iterations", md(fmt.Sprintf("%d sent of %d planned, %d dropped (%d no idle VU, %d late), %.1f/s achieved",
-			res.Sent, res.Planned, res.Dropped, res.DroppedNoVU, res.DroppedLate, res.AchievedRate))},
-		{"completed", md(fmt.Sprintf("%d in %s (%d with a status), %s responses/s", res.Completed, secs(res.ElapsedS), res.Responses, loadRate(res.ResponsesPerS)))},
-		{"statuses", md(strings.Join(statuses, ", "))},
-		{"rate_limited", md(fmt.Sprintf("%d (%s of responses)", res.RateLimited, pct(res.RateLimitedPct/100)))},
-		{"failed", md(failed)},
-		{"vus", md(fmt.Sprintf("%d busy at most, %d allocated (%d pre-allocated, max %d)", res.VUs.MaxBusy, res.VUs.Peak, res.VUs.PreAllocated, res.VUs.Max))},
-		{"data", md(loadBytesLine(res))},
-	}
-	mdTable(b, []string{"metric", "value"}, rows)
-
-	mdTable(b, loadLatencyHeaders, [][]string{
-		loadLatencyRow("from send", res.Latency), loadLatencyRow("from due time", res.LatencyFromDue), loadLatencyRow("lateness", res.Lateness),
-	}, 1, 2, 3, 4, 5, 6, 7)
+	table{headers: []string{"metric", "value"}, rows: loadMetrics(res)}.markdown(b)
+	loadLatencies(res).markdown(b)
 
 	if secs := loadSeconds(res, 30); len(secs) > 0 {
 		var rows [][]string
@@ -137,32 +111,13 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 		b.WriteString("</details>\n\n")
 	}
 
-	var hrows [][]string
-	for _, c := range loadHeaderChecks(res) {
-		result := mdVerdict(c.pass)
-		why := md(c.detail)
-		if c.skip != "" {
-			result, why = "skipped", md(c.skip)
-		} else if !c.pass {
-			why = md(c.message)
-		}
-		hrows = append(hrows, []string{md(c.name), result, why})
-	}
-	mdTable(b, []string{"header check", "result", "details"}, hrows)
+	loadHeaderChecks(res).markdown(b)
 	if res.Headers.PolicyValue != "" {
 		b.WriteString("RateLimit-Policy seen: " + mdCode(res.Headers.PolicyValue) + "\n\n")
 	}
 
 	if len(res.Thresholds) > 0 {
-		var trows [][]string
-		for _, c := range res.Thresholds {
-			result := mdVerdict(c.Pass)
-			if c.Aborted {
-				result += " (stopped the run)"
-			}
-			trows = append(trows, []string{md(loadCheckName(c)), md(c.Actual), result})
-		}
-		mdTable(b, []string{"threshold", "actual", "result"}, trows)
+		loadThresholds(res).markdown(b)
 		if loadHasLatencyCheck(res) {
 			b.WriteString("Latency thresholds are judged on the latency from the due time.\n\n")
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/race"
 )
 
@@ -15,9 +16,9 @@ import (
 func RaceSentence(res race.Result) string {
 	parts := make([]string, 0, len(res.Strategies))
 	for _, s := range res.Strategies {
-		n := strconv.Itoa(s.AdmittedMin)
-		if s.AdmittedMax != s.AdmittedMin {
-			n += "-" + strconv.Itoa(s.AdmittedMax)
+		n := strconv.Itoa(s.AllowedMin)
+		if s.AllowedMax != s.AllowedMin {
+			n += "-" + strconv.Itoa(s.AllowedMax)
 		}
 		parts = append(parts, fmt.Sprintf("%s admitted %s of %d", s.Label, n, res.Concurrency))
 	}
@@ -33,58 +34,21 @@ func RaceText(w io.Writer, res race.Result, o Options) error {
 	st := NewStyles(w, o)
 	var b strings.Builder
 	b.WriteString(st.Title.Render(RaceSentence(res)) + "\n")
-	b.WriteString(ServerLine(res.Server, st))
+	b.WriteString(ServerLine(serverOf(res.Header), st))
 	where := ""
 	if res.Node != "" {
 		where = ", all on node " + res.Node
 	}
 	b.WriteString(Printable(fmt.Sprintf("race: %s at one barrier, limit %d, %s, keys %s%s (deleted)",
-		countNoun(res.Concurrency, "goroutine", "goroutines"), res.Limit, countNoun(res.Trials, "trial", "trials"), res.Keys, where)) + "\n\n")
-
-	headers := []string{"strategy", "atomic", "trial", "admitted", "over", "in redis", "lost", "retries", "give-ups", "errors", "p50", "p99", "wall"}
-	var rows [][]string
-	for _, s := range res.Strategies {
-		for t := range s.Admitted {
-			name, atomic := "", ""
-			if t == 0 {
-				name, atomic = Printable(s.Label), raceYesNo(s.AtomicExpected)
-			}
-			over := strconv.Itoa(raceAt(s.OverAdmitted, t))
-			if s.AtomicExpected && raceAt(s.OverAdmitted, t) > 0 {
-				over = st.Fail.Render(over)
-			}
-			rows = append(rows, []string{
-				name, atomic, strconv.Itoa(t + 1),
-				fmt.Sprintf("%d/%d", s.Admitted[t], res.Concurrency),
-				over,
-				raceOptInt(s.FinalValue, t),
-				raceOptInt(s.LostUpdates, t),
-				strconv.Itoa(raceAt(s.Retries, t)),
-				strconv.Itoa(raceAt(s.GiveUps, t)),
-				strconv.Itoa(raceAt(s.Errors, t)),
-				raceMicros(raceAt(s.TrialP50Us, t)),
-				raceMicros(raceAt(s.TrialP99Us, t)),
-				raceMicros(raceAt(s.WallUs, t)),
-			})
-		}
-	}
-	b.WriteString(Table(headers, rows, st, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12))
+		countNoun(res.Concurrency, "goroutine", "goroutines"), res.Limit, countNoun(res.Trials, "trial", "trials"), res.KeyPattern, where)) + "\n\n")
+	b.WriteString(raceTrials(res).text(st))
 	b.WriteString("\n")
-
-	rows = rows[:0]
-	for _, s := range res.Strategies {
-		rows = append(rows, []string{
-			Printable(s.Label), strconv.Itoa(s.AdmittedMin), raceMedian(s.AdmittedMedian), strconv.Itoa(s.AdmittedMax),
-			raceMicros(s.P50Us), raceMicros(s.P99Us), raceOutcome(s, res.Limit, st),
-		})
-	}
-	b.WriteString(Table([]string{"across trials", "min", "median", "max", "p50", "p99", "result"}, rows, st, 1, 2, 3, 4, 5))
+	b.WriteString(raceAcross(res).text(st))
 	b.WriteString("\n")
-
 	if res.Pass() {
 		fmt.Fprintf(&b, "verdict: %s  no strategy that must be atomic admitted more than the limit of %d\n", st.Verdict(true), res.Limit)
 	} else {
-		fmt.Fprintf(&b, "verdict: %s  %s\n", st.Verdict(false), Printable(strings.Join(res.Failures, "; ")))
+		fmt.Fprintf(&b, "verdict: %s  %s\n", st.Verdict(false), Printable(strings.Join(res.Failures(), "; ")))
 	}
 	for _, n := range res.Notes {
 		b.WriteString(st.Warn.Render("note: "+Printable(n)) + "\n")
@@ -93,18 +57,59 @@ func RaceText(w io.Writer, res race.Result, o Options) error {
 	return err
 }
 
-func raceOutcome(s race.Strategy, limit int64, st Styles) string {
-	over := s.AdmittedMax > int(limit)
-	if s.AtomicExpected {
-		if over {
-			return st.Verdict(false) + " over the limit"
+// raceTrials is the table of every strategy and trial.
+func raceTrials(res race.Result) table {
+	t := table{
+		headers: []string{"strategy", "atomic", "trial", "admitted", "over", "in redis", "lost", "retries", "give-ups", "errors", "p50", "p99", "wall"},
+		right:   []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
+	}
+	for _, s := range res.Strategies {
+		for k := range s.Allowed {
+			name, atomic := "", ""
+			if k == 0 {
+				name, atomic = s.Label, raceYesNo(s.AtomicExpected)
+			}
+			over := textCell(strconv.Itoa(raceAt(s.OverLimit, k)))
+			if s.AtomicExpected && raceAt(s.OverLimit, k) > 0 {
+				over = flagCell(over.text)
+			}
+			t.rows = append(t.rows, []cell{
+				textCell(name), textCell(atomic), textCell(strconv.Itoa(k + 1)),
+				textCell(fmt.Sprintf("%d/%d", s.Allowed[k], res.Concurrency)), over,
+				textCell(raceOptInt(s.FinalValue, k)), textCell(raceOptInt(s.LostUpdates, k)),
+				textCell(strconv.Itoa(raceAt(s.Retries, k))), textCell(strconv.Itoa(raceAt(s.GiveUps, k))), textCell(strconv.Itoa(raceAt(s.Errors, k))),
+				textCell(Latency(raceAt(s.TrialP50Ms, k))), textCell(Latency(raceAt(s.TrialP99Ms, k))), textCell(Latency(raceAt(s.WallMs, k))),
+			})
 		}
-		return st.Verdict(true)
 	}
-	if over {
-		return "race reproduced (expected)"
+	return t
+}
+
+// raceAcross is the table of each strategy over all its trials.
+func raceAcross(res race.Result) table {
+	t := table{headers: []string{"across trials", "min", "median", "max", "p50", "p99", "result"}, right: []int{1, 2, 3, 4, 5}}
+	for _, s := range res.Strategies {
+		t.rows = append(t.rows, []cell{
+			textCell(s.Label), textCell(strconv.Itoa(s.AllowedMin)), textCell(raceMedian(s.AllowedMedian)), textCell(strconv.Itoa(s.AllowedMax)),
+			textCell(Latency(s.P50Ms)), textCell(Latency(s.P99Ms)), raceOutcome(s, res.Limit),
+		})
 	}
-	return st.Warn.Render("race not reproduced")
+	return t
+}
+
+// raceOutcome is a strategy's result: PASS or FAIL for one that must be
+// atomic, whether the race showed for one that is not.
+func raceOutcome(s race.Strategy, limit int64) cell {
+	over := s.AllowedMax > int(limit)
+	switch {
+	case s.AtomicExpected && over:
+		return verdictCell(false, "over the limit")
+	case s.AtomicExpected:
+		return verdictCell(true, "")
+	case over:
+		return textCell("race reproduced (expected)")
+	}
+	return warnCell("race not reproduced")
 }
 
 func raceAt[T any](xs []T, i int) T {
@@ -136,8 +141,41 @@ func raceMedian(m float64) string {
 	return strconv.FormatFloat(m, 'f', 1, 64)
 }
 
-// raceMicros renders a latency measured in microseconds with
-// report.Latency, so race scales its columns as eval and load do.
-func raceMicros(us int64) string {
-	return Latency(float64(us) / 1e3)
+var raceKind = kind[race.Result]{
+	name: race.Kind, version: race.Version,
+	older:    map[int]func([]byte) (race.Result, error){1: raceFromV1},
+	validate: validateRace,
+	checks:   race.Result.CheckList,
+	text:     RaceText,
+	markdown: raceMarkdown,
+	junit:    raceSuite,
+	html:     raceHTML,
+}
+
+// raceFromV1: admitted becomes allowed, over_admitted over_limit, the
+// microsecond latencies milliseconds, keys key_pattern; the failures are
+// replaced by the checks derived from the strategies.
+func raceFromV1(data []byte) (race.Result, error) {
+	res, err := upgradeTree[race.Result](data, func(t jsonTree) {
+		t["version"] = race.Version
+		rename(t, "keys", "key_pattern")
+		delete(t, "failures")
+		for _, s := range objects(t, "strategies") {
+			rename(s, "admitted", "allowed")
+			rename(s, "over_admitted", "over_limit")
+			rename(s, "script", "script_file")
+			rename(s, "admitted_min", "allowed_min")
+			rename(s, "admitted_median", "allowed_median")
+			rename(s, "admitted_max", "allowed_max")
+			for _, f := range []string{"trial_p50", "trial_p99", "wall", "p50", "p99"} {
+				renameMs(s, f+"_us", f+"_ms", usToMs)
+			}
+		}
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Checks = race.Checks(res)
+	res.Verdict = doc.Verdict(res.Checks)
+	return res, nil
 }

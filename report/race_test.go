@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/race"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
@@ -21,82 +22,85 @@ func i64s(xs ...int64) []*int64 {
 	return out
 }
 
+// withChecks sets the checks and the verdict of res as race.Run does.
+func withChecks(res race.Result) race.Result {
+	res.Checks = race.Checks(res)
+	res.Verdict = doc.Verdict(res.Checks)
+	return res
+}
+
 // racePassResult is a fixed two-trial run on a standalone server.
 func racePassResult() race.Result {
 	yes := true
-	return race.Result{
-		Kind: race.Kind, Version: race.Version,
-		Server:      redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "standalone", Addr: "redis://127.0.0.1:7001"},
+	return withChecks(race.Result{
+		Header:      testHeader(race.Kind, race.Version, srv(redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "standalone", Addr: "redis://127.0.0.1:7001"})),
 		RunID:       "3f9a1c2b7d4e",
-		Keys:        "race:{3f9a1c2b7d4e}:*",
+		KeyPattern:  "race:{3f9a1c2b7d4e}:*",
 		Concurrency: 200, Limit: 10, Trials: 2, WatchAttempts: 10,
 		Strategies: []race.Strategy{
 			{
-				Name: "naive", Label: "naive GET+SET", Admitted: []int{200, 187}, OverAdmitted: []int{190, 177},
+				Name: "naive", Label: "naive GET+SET", Allowed: []int{200, 187}, OverLimit: []int{190, 177},
 				FinalValue: i64s(1, 3), LostUpdates: i64s(199, 184), Retries: []int{0, 0}, GiveUps: []int{0, 0}, Errors: []int{0, 0},
-				TrialP50Us: []int64{4210, 3900}, TrialP99Us: []int64{6100, 5500}, WallUs: []int64{7020, 6300},
-				P50Us: 4100, P99Us: 6050, AdmittedMin: 187, AdmittedMedian: 193.5, AdmittedMax: 200,
+				TrialP50Ms: []float64{4.21, 3.9}, TrialP99Ms: []float64{6.1, 5.5}, WallMs: []float64{7.02, 6.3},
+				P50Ms: 4.1, P99Ms: 6.05, AllowedMin: 187, AllowedMedian: 193.5, AllowedMax: 200,
 			},
 			{
-				Name: "watch", Label: "WATCH/MULTI", AtomicExpected: true, Admitted: []int{10, 10}, OverAdmitted: []int{0, 0},
+				Name: "watch", Label: "WATCH/MULTI", AtomicExpected: true, Allowed: []int{10, 10}, OverLimit: []int{0, 0},
 				FinalValue: i64s(10, 10), LostUpdates: i64s(0, 0), Retries: []int{1043, 998}, GiveUps: []int{0, 2}, Errors: []int{0, 0},
-				TrialP50Us: []int64{41250, 39000}, TrialP99Us: []int64{48060, 47000}, WallUs: []int64{48570, 47500},
-				P50Us: 40100, P99Us: 48000, AdmittedMin: 10, AdmittedMedian: 10, AdmittedMax: 10,
+				TrialP50Ms: []float64{41.25, 39}, TrialP99Ms: []float64{48.06, 47}, WallMs: []float64{48.57, 47.5},
+				P50Ms: 40.1, P99Ms: 48, AllowedMin: 10, AllowedMedian: 10, AllowedMax: 10,
 			},
 			{
-				Name: "script", Label: "Lua script", AtomicExpected: true, Admitted: []int{10, 10}, OverAdmitted: []int{0, 0},
+				Name: "script", Label: "Lua script", AtomicExpected: true, Allowed: []int{10, 10}, OverLimit: []int{0, 0},
 				FinalValue: i64s(10, 10), LostUpdates: i64s(0, 0), Retries: []int{0, 0}, GiveUps: []int{0, 0}, Errors: []int{0, 0},
-				TrialP50Us: []int64{950, 1630}, TrialP99Us: []int64{3760, 3800}, WallUs: []int64{4070, 4450},
-				P50Us: 1300, P99Us: 3790, AdmittedMin: 10, AdmittedMedian: 10, AdmittedMax: 10,
+				TrialP50Ms: []float64{0.95, 1.63}, TrialP99Ms: []float64{3.76, 3.8}, WallMs: []float64{4.07, 4.45},
+				P50Ms: 1.3, P99Ms: 3.79, AllowedMin: 10, AllowedMedian: 10, AllowedMax: 10,
 			},
 		},
 		RaceReproduced: &yes,
 		Verdict:        "pass",
-		Failures:       []string{},
 		Notes:          []string{},
-	}
+	})
 }
 
 // raceFailResult is a fixed one-trial run on a cluster where the user's
 // script over-admits, watch had errors and naive did not reproduce the race.
 func raceFailResult() race.Result {
 	no := false
-	return race.Result{
-		Kind: race.Kind, Version: race.Version,
-		Server:      redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "cluster", Primaries: 3, Addr: "redis://127.0.0.1:7101"},
+	return withChecks(race.Result{
+		Header:      testHeader(race.Kind, race.Version, srv(redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "cluster", Primaries: 3, Addr: "redis://127.0.0.1:7101"})),
 		RunID:       "0badc0ffee00",
-		Keys:        "race:{0badc0ffee00}:*",
+		KeyPattern:  "race:{0badc0ffee00}:*",
 		Node:        "127.0.0.1:7102",
 		Concurrency: 20, Limit: 10, Trials: 1, WatchAttempts: 10,
 		Strategies: []race.Strategy{
 			{
-				Name: "naive", Label: "naive GET+SET", Admitted: []int{10}, OverAdmitted: []int{0},
+				Name: "naive", Label: "naive GET+SET", Allowed: []int{10}, OverLimit: []int{0},
 				FinalValue: i64s(10), LostUpdates: i64s(0), Retries: []int{0}, GiveUps: []int{0}, Errors: []int{0},
-				TrialP50Us: []int64{310}, TrialP99Us: []int64{480}, WallUs: []int64{520},
-				P50Us: 310, P99Us: 480, AdmittedMin: 10, AdmittedMedian: 10, AdmittedMax: 10,
+				TrialP50Ms: []float64{0.31}, TrialP99Ms: []float64{0.48}, WallMs: []float64{0.52},
+				P50Ms: 0.31, P99Ms: 0.48, AllowedMin: 10, AllowedMedian: 10, AllowedMax: 10,
 			},
 			{
-				Name: "watch", Label: "WATCH/MULTI", AtomicExpected: true, Admitted: []int{10}, OverAdmitted: []int{0},
+				Name: "watch", Label: "WATCH/MULTI", AtomicExpected: true, Allowed: []int{10}, OverLimit: []int{0},
 				FinalValue: i64s(10), LostUpdates: i64s(0), Retries: []int{31}, GiveUps: []int{0}, Errors: []int{2},
-				TrialP50Us: []int64{2_500_000}, TrialP99Us: []int64{2_600_000}, WallUs: []int64{2_610_000},
-				P50Us: 2_500_000, P99Us: 2_600_000, AdmittedMin: 10, AdmittedMedian: 10, AdmittedMax: 10,
+				TrialP50Ms: []float64{2500}, TrialP99Ms: []float64{2600}, WallMs: []float64{2610},
+				P50Ms: 2500, P99Ms: 2600, AllowedMin: 10, AllowedMedian: 10, AllowedMax: 10,
 				ErrorSample: "i/o timeout",
 			},
 			{
-				Name: "user", Label: "always.lua", Script: "scripts/always.lua", AtomicExpected: true, Admitted: []int{20}, OverAdmitted: []int{10},
+				Name: "user", Label: "always.lua", ScriptFile: "scripts/always.lua", AtomicExpected: true, Allowed: []int{20}, OverLimit: []int{10},
 				FinalValue: i64s(-1), LostUpdates: i64s(-1), Retries: []int{0}, GiveUps: []int{0}, Errors: []int{0},
-				TrialP50Us: []int64{700}, TrialP99Us: []int64{900}, WallUs: []int64{1000},
-				P50Us: 700, P99Us: 900, AdmittedMin: 20, AdmittedMedian: 20, AdmittedMax: 20,
+				TrialP50Ms: []float64{0.7}, TrialP99Ms: []float64{0.9}, WallMs: []float64{1},
+				P50Ms: 0.7, P99Ms: 0.9, AllowedMin: 20, AllowedMedian: 20, AllowedMax: 20,
 			},
 		},
 		RaceReproduced: &no,
 		Verdict:        "fail",
-		Failures:       []string{"over-admission: always.lua admitted 20 of 20 with limit 10 in trial 1"},
 		Notes: []string{
 			"WATCH/MULTI: 2 of 20 calls failed, e.g. i/o timeout",
 			"the race was not reproduced at this concurrency: naive GET+SET admitted at most the limit of 10; try a higher --concurrency",
 		},
-	}
+	})
 }
 
 func TestRaceText(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
-	"github.com/ratelimit-dev/ratelimit/redisconn"
+	"github.com/ratelimit-dev/ratelimit/doc"
 )
 
 // Options shape text output.
@@ -114,8 +114,17 @@ func Table(headers []string, rows [][]string, st Styles, right ...int) string {
 
 // ServerLine is the first line of every text report: what the command ran
 // against.
-func ServerLine(s redisconn.Server, st Styles) string {
+func ServerLine(s doc.Server, st Styles) string {
 	return st.Dim.Render("server: "+Printable(s.String())) + "\n"
+}
+
+// serverOf is the server of a document, or the zero Server when it names
+// none.
+func serverOf(h doc.Header) doc.Server {
+	if h.Server == nil {
+		return doc.Server{}
+	}
+	return *h.Server
 }
 
 // JSON writes doc as indented JSON followed by a newline.
@@ -126,11 +135,4 @@ func JSON(w io.Writer, doc any) error {
 		return fmt.Errorf("encode json: %w", err)
 	}
 	return nil
-}
-
-// Header is what every result document starts with: its kind and the
-// version of its schema, so `ratelimit report` knows what it reads.
-type Header struct {
-	Kind    string `json:"kind"`
-	Version int    `json:"version"`
 }

@@ -204,25 +204,6 @@ func typeError(err error) error {
 	return nil
 }
 
-// validate checks the value ranges of a decoded document of kind.
-func validate(v any) error {
-	switch d := v.(type) {
-	case eval.Result:
-		return validateEval(d)
-	case eval.SimResult:
-		return validateSimulate(d)
-	case eval.Catalog:
-		return nil
-	case race.Result:
-		return validateRace(d)
-	case *load.Result:
-		return validateLoad(d)
-	case cluster.Result:
-		return validateKeyslot(d)
-	}
-	return fmt.Errorf("report: no validator for %T", v)
-}
-
 type number interface {
 	~int | ~int64 | ~float64
 }
@@ -266,9 +247,9 @@ var evalAlgos = []string{"script", string(limiter.TokenBucket), string(limiter.S
 
 func validateParams(path string, p eval.ParamsDoc) error {
 	return firstErr(
-		nonNeg(path+".capacity", p.Capacity), nonNeg(path+".rate_per_sec", p.RatePerSec), nonNeg(path+".cost", p.Cost),
+		nonNeg(path+".capacity", p.Capacity), nonNeg(path+".rate_per_s", p.RatePerS), nonNeg(path+".cost", p.Cost),
 		nonNeg(path+".limit", p.Limit), nonNeg(path+".window_ms", p.WindowMs), nonNeg(path+".burst", p.Burst),
-		nonNeg(path+".policy_quota", p.PolicyQuota), nonNeg(path+".policy_window_seconds", p.PolicyWindowSeconds),
+		nonNeg(path+".policy_quota", p.PolicyQuota), nonNeg(path+".policy_window_ms", p.PolicyWindowMs),
 	)
 }
 
@@ -300,7 +281,7 @@ func validateEval(res eval.Result) error {
 		if err := firstErr(
 			nonNeg(fmt.Sprintf("calls[%d].n", i), c.N),
 			atLeast(fmt.Sprintf("calls[%d].ttl_ms", i), c.TTLMs, -2),
-			nonNeg(fmt.Sprintf("calls[%d].latency_us", i), c.LatencyUs),
+			nonNeg(fmt.Sprintf("calls[%d].latency_ms", i), c.LatencyMs),
 		); err != nil {
 			return err
 		}
@@ -312,18 +293,19 @@ func validateSimulate(res eval.SimResult) error {
 	if err := firstErr(
 		oneOf("algo", res.Algo, evalAlgos[1:]...),
 		validateParams("params", res.Params),
-		nonNeg("for_ms", res.ForMs), nonNeg("arrivals", res.Arrivals), nonNeg("admitted", res.Admitted),
-		nonNeg("refused", res.Refused), nonNeg("model_admitted", res.Model), nonNeg("wall_ms", res.WallMs),
+		nonNeg("duration_ms", res.ForMs), nonNeg("arrivals", res.Arrivals), nonNeg("allowed", res.Admitted),
+		nonNeg("refused", res.Refused), nonNeg("model_allowed", res.Model), nonNeg("wall_ms", res.WallMs),
+		nonNeg("arrival_rate_per_s", res.RatePerS),
 		nonNeg("pipelines", res.Pipelines), atLeast("first_refused_ms", res.FirstRefMs, -1),
 	); err != nil {
 		return err
 	}
 	if res.Admitted > res.Arrivals {
-		return fieldf("admitted is %d, want at most arrivals (%d)", res.Admitted, res.Arrivals)
+		return fieldf("allowed is %d, want at most arrivals (%d)", res.Admitted, res.Arrivals)
 	}
 	for i, n := range res.PerSecond {
 		if n < 0 {
-			return fieldf("per_second[%d] is %d, want >= 0", i, n)
+			return fieldf("allowed_per_second[%d] is %d, want >= 0", i, n)
 		}
 	}
 	return nil
@@ -342,7 +324,7 @@ func validateRace(res race.Result) error {
 		for _, a := range []struct {
 			name string
 			xs   []int
-		}{{"admitted", s.Admitted}, {"over_admitted", s.OverAdmitted}, {"retries", s.Retries}, {"give_ups", s.GiveUps}, {"errors", s.Errors}} {
+		}{{"allowed", s.Allowed}, {"over_limit", s.OverLimit}, {"retries", s.Retries}, {"give_ups", s.GiveUps}, {"errors", s.Errors}} {
 			for t, x := range a.xs {
 				if x < 0 {
 					return fieldf("%s.%s[%d] is %d, want >= 0", p, a.name, t, x)
@@ -351,30 +333,30 @@ func validateRace(res race.Result) error {
 		}
 		for _, a := range []struct {
 			name string
-			xs   []int64
-		}{{"trial_p50_us", s.TrialP50Us}, {"trial_p99_us", s.TrialP99Us}, {"wall_us", s.WallUs}} {
+			xs   []float64
+		}{{"trial_p50_ms", s.TrialP50Ms}, {"trial_p99_ms", s.TrialP99Ms}, {"wall_ms", s.WallMs}} {
 			for t, x := range a.xs {
-				if x < 0 {
-					return fieldf("%s.%s[%d] is %d, want >= 0", p, a.name, t, x)
+				if err := nonNeg(fmt.Sprintf("%s.%s[%d]", p, a.name, t), x); err != nil {
+					return err
 				}
 			}
 		}
-		for t := range min(len(s.TrialP50Us), len(s.TrialP99Us)) {
-			if s.TrialP50Us[t] > s.TrialP99Us[t] {
-				return fieldf("%s.trial_p50_us[%d] is %d, more than trial_p99_us[%d] (%d); want percentiles in order", p, t, s.TrialP50Us[t], t, s.TrialP99Us[t])
+		for t := range min(len(s.TrialP50Ms), len(s.TrialP99Ms)) {
+			if s.TrialP50Ms[t] > s.TrialP99Ms[t] {
+				return fieldf("%s.trial_p50_ms[%d] is %v, more than trial_p99_ms[%d] (%v); want percentiles in order", p, t, s.TrialP50Ms[t], t, s.TrialP99Ms[t])
 			}
 		}
 		if err := firstErr(
-			nonNeg(p+".p50_us", s.P50Us), nonNeg(p+".p99_us", s.P99Us),
-			nonNeg(p+".admitted_min", s.AdmittedMin), nonNeg(p+".admitted_median", s.AdmittedMedian), nonNeg(p+".admitted_max", s.AdmittedMax),
+			nonNeg(p+".p50_ms", s.P50Ms), nonNeg(p+".p99_ms", s.P99Ms),
+			nonNeg(p+".allowed_min", s.AllowedMin), nonNeg(p+".allowed_median", s.AllowedMedian), nonNeg(p+".allowed_max", s.AllowedMax),
 		); err != nil {
 			return err
 		}
-		if s.P50Us > s.P99Us {
-			return fieldf("%s.p50_us is %d, more than p99_us (%d); want percentiles in order", p, s.P50Us, s.P99Us)
+		if s.P50Ms > s.P99Ms {
+			return fieldf("%s.p50_ms is %v, more than p99_ms (%v); want percentiles in order", p, s.P50Ms, s.P99Ms)
 		}
-		if float64(s.AdmittedMin) > s.AdmittedMedian || s.AdmittedMedian > float64(s.AdmittedMax) {
-			return fieldf("%s: admitted_min %d, admitted_median %v, admitted_max %d are out of order", p, s.AdmittedMin, s.AdmittedMedian, s.AdmittedMax)
+		if float64(s.AllowedMin) > s.AllowedMedian || s.AllowedMedian > float64(s.AllowedMax) {
+			return fieldf("%s: allowed_min %d, allowed_median %v, allowed_max %d are out of order", p, s.AllowedMin, s.AllowedMedian, s.AllowedMax)
 		}
 	}
 	return nil
@@ -412,12 +394,12 @@ func validateCounts(path string, m map[string]int64) error {
 func validateLoad(res *load.Result) error {
 	if err := firstErr(
 		oneOf("verdict", res.Verdict, "pass", "fail", "interrupted"),
-		nonNeg("rate_per_s", res.RatePerS), nonNeg("duration_s", res.DurationS), nonNeg("elapsed_s", res.ElapsedS),
-		nonNeg("timeout_s", res.TimeoutS), nonNeg("identities", res.Identities),
+		nonNeg("arrival_rate_per_s", res.RatePerS), nonNeg("duration_ms", res.DurationS*1000), nonNeg("elapsed_ms", res.ElapsedS*1000),
+		nonNeg("timeout_ms", res.TimeoutS*1000), nonNeg("identities", res.Identities),
 		nonNeg("planned", res.Planned), nonNeg("sent", res.Sent), nonNeg("dropped", res.Dropped),
 		nonNeg("dropped_no_vu", res.DroppedNoVU), nonNeg("dropped_late", res.DroppedLate), nonNeg("not_started", res.NotStarted),
 		nonNeg("completed", res.Completed), nonNeg("responses", res.Responses), nonNeg("achieved_rate_per_s", res.AchievedRate),
-		nonNeg("allowed", res.Allowed), nonNeg("rate_limited", res.RateLimited), nonNeg("rate_limited_pct", res.RateLimitedPct),
+		nonNeg("allowed", res.Allowed), nonNeg("refused", res.RateLimited), nonNeg("refused_pct", res.RateLimitedPct),
 		nonNeg("failed", res.Failed), nonNeg("failed_pct", res.FailedPct),
 		validateCounts("status", res.Status), validateCounts("errors", res.Errors),
 		validateLatency("latency_ms", res.Latency), validateLatency("latency_from_due_ms", res.LatencyFromDue),
@@ -428,7 +410,7 @@ func validateLoad(res *load.Result) error {
 		return err
 	}
 	if res.RateLimitedPct > 100 {
-		return fieldf("rate_limited_pct is %v, want at most 100", res.RateLimitedPct)
+		return fieldf("refused_pct is %v, want at most 100", res.RateLimitedPct)
 	}
 	if res.FailedPct > 100 {
 		return fieldf("failed_pct is %v, want at most 100", res.FailedPct)
@@ -485,11 +467,19 @@ func validateLoad(res *load.Result) error {
 	if j := res.Expect; j != nil {
 		if err := firstErr(
 			nonNeg("expect.expected", j.Expected), nonNeg("expect.observed", j.Observed), nonNeg("expect.of", j.Of),
-			nonNeg("expect.tolerance", j.Tolerance), nonNeg("expect.over_s", j.OverS),
+			nonNeg("expect.tolerance", j.Tolerance), nonNeg("expect.over_ms", j.OverMs),
 			nonNeg("expect.tolerance_parts.jitter", j.Tol.Jitter), nonNeg("expect.tolerance_parts.shift", j.Tol.Shift),
 			nonNeg("expect.tolerance_parts.rounding", j.Tol.Rounding), nonNeg("expect.tolerance_parts.unknown", j.Tol.Unknown),
 		); err != nil {
 			return err
+		}
+		if len(j.ExpectedPerSecond) > maxSeconds {
+			return fieldf("expect.expected_per_second has %d seconds, want at most %d", len(j.ExpectedPerSecond), maxSeconds)
+		}
+		for i, n := range j.ExpectedPerSecond {
+			if err := nonNeg(fmt.Sprintf("expect.expected_per_second[%d]", i), n); err != nil {
+				return err
+			}
 		}
 		for i, r := range j.Readings {
 			if err := firstErr(nonNeg(fmt.Sprintf("expect.readings[%d].expected", i), r.Expected), nonNeg(fmt.Sprintf("expect.readings[%d].tolerance", i), r.Tolerance)); err != nil {
@@ -574,7 +564,7 @@ func validateKeyslot(res cluster.Result) error {
 	}
 	if sp := res.Spread; sp != nil {
 		if err := firstErr(
-			nonNeg("spread.keys", sp.Keys), nonNeg("spread.slots_used", sp.SlotsUsed), nonNeg("spread.busiest_slot_keys", sp.BusiestSlotKeys),
+			nonNeg("spread.key_count", sp.Keys), nonNeg("spread.slots_used", sp.SlotsUsed), nonNeg("spread.busiest_slot_keys", sp.BusiestSlotKeys),
 			slot("spread.busiest_slot", sp.BusiestSlot), share("spread.busiest_slot_share", sp.BusiestSlotShare),
 			share("spread.busiest_primary_share", sp.BusiestShare),
 		); err != nil {
@@ -584,7 +574,7 @@ func validateKeyslot(res cluster.Result) error {
 			return fieldf("spread.slots_used is %d, want at most %d", sp.SlotsUsed, cluster.Slots)
 		}
 		for i, p := range sp.Primaries {
-			if err := firstErr(nonNeg(fmt.Sprintf("spread.primaries[%d].keys", i), p.Keys), nonNeg(fmt.Sprintf("spread.primaries[%d].slots", i), p.Slots),
+			if err := firstErr(nonNeg(fmt.Sprintf("spread.primaries[%d].key_count", i), p.Keys), nonNeg(fmt.Sprintf("spread.primaries[%d].slot_count", i), p.Slots),
 				share(fmt.Sprintf("spread.primaries[%d].share", i), p.Share)); err != nil {
 				return err
 			}

@@ -84,15 +84,15 @@ func TestDecodeValidates(t *testing.T) {
 		{"negative sent", mutated(t, "load.json", "sent", -3), "sent is -3, want >= 0"},
 		{"percentiles out of order", mutated(t, "load.json", "latency_ms.p90", 0.1), "latency_ms.p90 is 0.1, less than p50 (0.41); want percentiles in order"},
 		{"absurd latency", mutated(t, "load.json", "latency_ms.max", 1.7e308), "latency_ms.max is 1.7e+308, want at most 1e+15"},
-		{"NaN string for a number", mutated(t, "load.json", "rate_per_s", "NaN"), "rate_per_s is a string, want a number"},
+		{"NaN string for a number", mutated(t, "load.json", "arrival_rate_per_s", "NaN"), "arrival_rate_per_s is a string, want a number"},
 		{"Inf string for a count", mutated(t, "race.json", "limit", "+Inf"), "limit is a string, want an integer"},
 		{"number too large", raw(`{"kind":"load","version":1,"sent":1e400}`), "sent is a number 1e400, want an integer"},
 		{"pct over 100", mutated(t, "load.json", "failed_pct", 250), "failed_pct is 250, want at most 100"},
 		{"unknown verdict", mutated(t, "load.json", "verdict", "maybe"), `verdict is "maybe", want one of pass, fail, interrupted`},
 		{"histogram bounds", mutated(t, "load.json", "latency_histogram.buckets.2.le_ms", 0.1), "latency_histogram.buckets[2].le_ms is 0.1, not above the bucket before (0.5)"},
 		{"valid over present", mutated(t, "load.json", "headers.ratelimit.valid", 1000), "headers.ratelimit.valid is 1000, more than present (198)"},
-		{"race negative admitted", mutated(t, "race.json", "strategies.2.admitted.1", -7), "strategies[2].admitted[1] is -7, want >= 0"},
-		{"race p50 over p99", mutated(t, "race.json", "strategies.0.p50_us", 99999), "strategies[0].p50_us is 99999, more than p99_us (3300)"},
+		{"race negative admitted", mutated(t, "race.json", "strategies.2.allowed.1", -7), "strategies[2].allowed[1] is -7, want >= 0"},
+		{"race p50 over p99", mutated(t, "race.json", "strategies.0.p50_ms", 99999), "strategies[0].p50_ms is 99999, more than p99_ms (3.3)"},
 		{"race empty verdict", mutated(t, "race.json", "verdict", del), `verdict is "", want one of pass, fail`},
 		{"slot out of range", mutated(t, "keyslot.json", "keys.0.slot", 16384), "keys[0].slot is 16384, want a slot from 0 to 16383"},
 		{"negative group slot", mutated(t, "keyslot.json", "groups.1.slots.0", -1), "groups[1].slots[0] is -1"},
@@ -102,8 +102,11 @@ func TestDecodeValidates(t *testing.T) {
 		{"eval call without allowed", mutated(t, "eval.json", "calls.0.allowed", del), `calls[0] has no allowed and remaining, want both for reply_shape "limiter"`},
 		{"eval unknown algo", mutated(t, "eval.json", "algo", "leaky"), `algo is "leaky", want one of script, token-bucket`},
 		{"eval ttl", mutated(t, "eval.json", "calls.1.ttl_ms", -9), "calls[1].ttl_ms is -9, want >= -2"},
-		{"simulate admitted over arrivals", mutated(t, "simulate.json", "admitted", 601), "admitted is 601, want at most arrivals (600)"},
-		{"simulate negative second", mutated(t, "simulate.json", "per_second.4", -1), "per_second[4] is -1, want >= 0"},
+		{"simulate admitted over arrivals", mutated(t, "simulate.json", "allowed", 601), "allowed is 601, want at most arrivals (600)"},
+		{"simulate negative second", mutated(t, "simulate.json", "allowed_per_second.4", -1), "allowed_per_second[4] is -1, want >= 0"},
+		{"negative expected per second", mutated(t, "load.json", "expect.expected_per_second.2", -1), "expect.expected_per_second[2] is -1, want >= 0"},
+		{"version 1 race negative admitted", raw(`{"kind":"race","version":1,"verdict":"pass","strategies":[{"name":"a","admitted":[-1]}]}`), "strategies[0].allowed[0] is -1, want >= 0"},
+		{"version 1 load negative duration", raw(`{"kind":"load","version":1,"verdict":"pass","duration_s":-2}`), "duration_ms is -2000, want >= 0"},
 		{"control bytes in a duplicate key", raw(`{"kind":"load","version":1,"\u001b[2J":1,"\u001b[2J":2}`), `key "\x1b[2J" appears twice`},
 		{"control bytes in an unknown kind", raw(`{"kind":"\u001b[2J\u009b","version":1}`), `unknown kind "\x1b[2J\u009b"`},
 	}
@@ -127,7 +130,7 @@ func TestDecodeKeepsGoodDocuments(t *testing.T) {
 	for _, in := range [][]byte{
 		mutated(t, "load.json", "latency_ms.p90", 0.41),                                                 // equal percentiles
 		mutated(t, "eval.json", "calls.1.ttl_ms", -2),                                                   // no key
-		mutated(t, "race.json", "strategies.0.admitted.0", 0),                                           // nothing admitted
+		mutated(t, "race.json", "strategies.0.allowed.0", 0),                                            // nothing admitted
 		mutated(t, "keyslot.json", "keys.0.slot", 16383),                                                // the last slot
 		mutated(t, "load.json", "status.200", json.Number("0")),                                         // zero
 		[]byte(`{"kind":"race","version":1,"verdict":"pass","strategies":[{"name":"a"},{"name":"b"}]}`), // same key in two objects

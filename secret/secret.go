@@ -162,10 +162,12 @@ func redactParams(w string) string {
 		}
 		if IsSecretParam(w[ks:eq]) && end > eq+1 {
 			b.WriteString(Mask)
-		} else {
-			b.WriteString(w[eq+1 : end])
+			i = end
+			continue
 		}
-		i = end
+		// a value may hold parameters of its own ("--redis=redis://h/0?password=pw"):
+		// read on from just after the '='
+		i = eq + 1
 	}
 	return b.String()
 }

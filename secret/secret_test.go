@@ -18,6 +18,9 @@ func TestRedact(t *testing.T) {
 		{"sentinel_password=abc", "sentinel_password=xxxxx"},
 		{`--expect "token-bucket:burst=10,rate=5/s"`, `--expect "token-bucket:burst=10,rate=5/s"`}, // burst is not a token
 		{"x:password=pw", "x:password=xxxxx"},
+		{"--redis=redis://:pw2@h/0?password=pw3", "--redis=redis://:xxxxx@h/0?password=xxxxx"}, // a flag=value holding a URL
+		{"--target=http://h/x?a=1&token=t", "--target=http://h/x?a=1&token=xxxxx"},
+		{"a=b=c", "a=b=c"},
 		{"", ""},
 	}
 	for _, tt := range tests {

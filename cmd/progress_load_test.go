@@ -1,4 +1,4 @@
-package load
+package cmd
 
 import (
 	"errors"
@@ -8,21 +8,23 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
-// runProgress draws the bar for a while on a terminal of the given size and
-// returns what it wrote.
-func runProgress(t *testing.T, size TermSize) string {
+// runLoadProgress draws the load bar for a while on a terminal of the
+// given size and returns what it wrote.
+func runLoadProgress(t *testing.T, size func() (int, int, error)) string {
 	t.Helper()
 	var w redistest.Buffer
-	live := &Live{}
+	f := &Factory{IO: IOStreams{ErrOut: &w, ErrTTY: true, ErrSize: size}}
+	live := &load.Live{}
 	live.Sent.Store(12)
 	live.OK.Store(10)
 	live.Limited.Store(2)
 	live.Dropped.Store(3)
 	live.ActiveVUs.Store(4)
-	stop := Progress(&w, live, 2*time.Second, size)
+	stop := loadProgress(f, live, 2*time.Second)
 	time.Sleep(450 * time.Millisecond)
 	done := make(chan struct{})
 	go func() { stop(); close(done) }()
@@ -45,9 +47,9 @@ func widest(out string) int {
 	return n
 }
 
-func TestProgress(t *testing.T) {
-	out := runProgress(t, func() (int, int, error) { return 120, 40, nil })
-	for _, want := range []string{"sent 12", "2xx 10", "429 2", "drop 3", "vus 4"} {
+func TestLoadProgress(t *testing.T) {
+	out := runLoadProgress(t, func() (int, int, error) { return 120, 40, nil })
+	for _, want := range []string{"load ", "sent 12", "2xx 10", "429 2", "drop 3", "vus 4"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("progress output lacks %q: %q", want, out)
 		}
@@ -56,27 +58,28 @@ func TestProgress(t *testing.T) {
 
 // A terminal that reports no size (script -qc, some CI terminals, tmux
 // before its first resize) gets the bar at 80 columns, not nothing.
-func TestProgressNoTerminalSize(t *testing.T) {
-	sizes := map[string]TermSize{
+func TestLoadProgressNoTerminalSize(t *testing.T) {
+	sizes := map[string]func() (int, int, error){
+		"none":  nil,
 		"zero":  func() (int, int, error) { return 0, 0, nil },
 		"error": func() (int, int, error) { return 0, 0, errors.New("inappropriate ioctl for device") },
 	}
 	for name, size := range sizes {
 		t.Run(name, func(t *testing.T) {
-			out := runProgress(t, size)
+			out := runLoadProgress(t, size)
 			if !strings.Contains(out, "sent 12") || !strings.Contains(out, "load ") {
 				t.Fatalf("no bar on a terminal without a size: %q", out)
 			}
-			if n := widest(out); n > FallbackColumns {
-				t.Errorf("bar is %d columns wide, want at most %d: %q", n, FallbackColumns, out)
+			if n := widest(out); n > fallbackColumns {
+				t.Errorf("bar is %d columns wide, want at most %d: %q", n, fallbackColumns, out)
 			}
 		})
 	}
 }
 
 // A size the terminal does report is honoured.
-func TestProgressHonoursWidth(t *testing.T) {
-	out := runProgress(t, func() (int, int, error) { return 60, 20, nil })
+func TestLoadProgressHonoursWidth(t *testing.T) {
+	out := runLoadProgress(t, func() (int, int, error) { return 60, 20, nil })
 	if n := widest(out); n == 0 || n > 60 {
 		t.Errorf("bar is %d columns wide on a 60-column terminal: %q", n, out)
 	}

@@ -1,0 +1,191 @@
+package cmd
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/probe"
+)
+
+type probeOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	URL            string
+	Method         string
+	Headers        []string
+	IdentityHeader string
+	Budget         int
+	Expect         string
+	Skip           []string
+	WarnOnly       []string
+	Timeout        time.Duration
+	MaxWait        time.Duration
+	Out            string
+}
+
+func newProbeCmd(f *Factory, run func(*probeOptions) error) *cobra.Command {
+	opts := &probeOptions{f: f}
+	c := &cobra.Command{
+		Use:   "probe URL",
+		Short: "Audit one endpoint's rate limiter against what goes wrong in production",
+		Long: `Audit one endpoint's rate limiter with a short, bounded run and print a report
+card: one row per check with PASS, FAIL, WARN or SKIP, the evidence and the fix.
+
+Checks (ids for --skip and --warn-only):
+  limited-status      once the quota is gone the endpoint answers 429 (503, 500
+                      and 403 make clients retry at once, elsewhere, or give up)
+  retry-after         every 429 carries Retry-After: seconds >= 1 or a date
+  retry-after-honest  a client that waits the advertised Retry-After is admitted,
+                      and the wait is not far longer than needed (tolerance:
+                      rounding up to whole seconds, plus 300ms)
+  ratelimit-headers   RateLimit and RateLimit-Policy parse (IETF draft), r <= q,
+                      r falls by one per admitted request and is 0 on 429;
+                      legacy X-RateLimit-* alone is a warning
+  reset               the quota is full again when RateLimit t (or the legacy
+                      reset) says, and not sooner than its rounding allows
+  policy              the measured burst and refill match q and w (or --expect)
+  cacheable-429       no explicit freshness (max-age, s-maxage, Expires, public)
+                      on a 429; missing no-store is a warning
+  identity-isolation  a fresh identity has its own quota; requests without one
+                      do not share the identified quota (warning)
+  ip-spoofing         rotating X-Forwarded-For, X-Real-IP, Forwarded and
+                      True-Client-IP gives no fresh quota to a client whose own
+                      ran out (judged from the probe's own address)
+  headers-on-success  2xx responses carry the headers 429s carry (warning)
+
+Each phase uses a fresh identity probe-<run>-<letter> in --identity-header;
+requests without one test the client address. The probe sends at most --budget
+requests (default 7 x the advertised quota + 100) and takes about one policy
+window (waits longer than --max-wait are skipped, and the checks that need them
+say so). Without a RateLimit-Policy the policy checks are skipped unless
+--expect gives the model (the same syntax as load --expect).
+
+The URL is the argument, else $RATELIMIT_TARGET. Userinfo in it is sent as
+Basic auth by your client only if you put it there; it is masked in every
+output. Exit codes: 0 no check failed, 1 a check failed, 2 bad input, 3 the
+target is unreachable.`,
+		Example: `  ratelimit serve --capacity 10 --rate 5/s &
+  ratelimit probe http://127.0.0.1:8011/hello
+
+  # see a defect caught: serve answers 429 with Retry-After: 0
+  ratelimit serve --capacity 10 --rate 5/s --break retry-after-zero &
+  ratelimit probe http://127.0.0.1:8011/hello -o junit > probe.xml
+
+  # a limiter without RateLimit-Policy: say what it should enforce
+  ratelimit probe https://api.example.test/v1/items --expect fixed-window:limit=100,window=1m --skip ip-spoofing`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ctx = c.Context()
+			if len(args) == 1 {
+				opts.URL = args[0]
+			}
+			if run != nil {
+				return run(opts)
+			}
+			return runProbe(opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVarP(&opts.Method, "method", "X", "GET", "HTTP method")
+	fl.StringArrayVarP(&opts.Headers, "header", "H", nil, "request header 'Name: value' (repeatable)")
+	fl.StringVar(&opts.IdentityHeader, "identity-header", probe.DefaultIdentityHeader, "header that carries the probe's identities")
+	fl.IntVar(&opts.Budget, "budget", 0, "most requests to send (0: 7 x the advertised quota + 100)")
+	fl.StringVar(&opts.Expect, "expect", "", "the policy to judge against instead of RateLimit-Policy, as load --expect: token-bucket:burst=N,rate=R, ...")
+	fl.StringSliceVar(&opts.Skip, "skip", nil, "checks not to run (repeatable or comma-separated)")
+	fl.StringSliceVar(&opts.WarnOnly, "warn-only", nil, "checks whose failure is only a warning")
+	fl.DurationVar(&opts.Timeout, "timeout", probe.DefaultTimeout, "timeout of each request")
+	fl.DurationVar(&opts.MaxWait, "max-wait", probe.DefaultMaxWait, "longest wait for a window or a reset to pass")
+	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report')")
+	return c
+}
+
+func runProbe(opts *probeOptions) error {
+	f := opts.f
+	if _, err := f.Format(); err != nil {
+		return err
+	}
+	url := opts.URL
+	if url == "" {
+		url = f.Getenv("RATELIMIT_TARGET")
+	}
+	if url == "" {
+		return exitcode.Usagef("give the URL to probe, e.g. ratelimit probe http://127.0.0.1:8011/hello (or set RATELIMIT_TARGET)")
+	}
+	headers, err := load.ParseHeaders(opts.Headers)
+	if err != nil {
+		return err
+	}
+	if opts.Timeout <= 0 || opts.MaxWait <= 0 {
+		return exitcode.Usagef("--timeout and --max-wait must be positive")
+	}
+	po := probe.Options{
+		URL: url, Method: strings.ToUpper(strings.TrimSpace(opts.Method)), Header: headers,
+		IdentityHeader: opts.IdentityHeader, Budget: opts.Budget,
+		Skip: trimAll(opts.Skip), WarnOnly: trimAll(opts.WarnOnly),
+		Timeout: opts.Timeout, MaxWait: opts.MaxWait, RunID: uuid.NewString()[:8],
+	}
+	if po.Method == "" {
+		return exitcode.Usagef("-X must name an HTTP method")
+	}
+	if opts.Expect != "" {
+		x, err := load.ParseExpect(opts.Expect)
+		if err != nil {
+			return err
+		}
+		if x.Auto {
+			return exitcode.Usagef("--expect auto is what probe does anyway (it reads RateLimit-Policy); give a model, e.g. token-bucket:burst=10,rate=5/s")
+		}
+		l, err := limiter.NewLimiter(x.Params)
+		if err != nil {
+			return err
+		}
+		pol := l.Policy()
+		po.Quota, po.Window = pol.Quota, time.Duration(pol.WindowSeconds)*time.Second
+	}
+	if err := po.Validate(); err != nil {
+		return err
+	}
+	em, err := f.newEmitter(opts.Out)
+	if err != nil {
+		return err
+	}
+	defer em.close()
+	if f.IO.ErrTTY {
+		po.Progress = f.IO.ErrOut
+	}
+	res, err := probe.Run(opts.ctx, po)
+	if err != nil {
+		return err
+	}
+	if err := em.emit(&res); err != nil {
+		return err
+	}
+	if !res.Pass() {
+		var failed []string
+		for _, c := range res.Checks {
+			if c.Status == probe.Fail {
+				failed = append(failed, c.ID+": "+c.Message)
+			}
+		}
+		return exitcode.Failf("probe: %s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+func trimAll(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,271 @@
+package load
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/doc"
+)
+
+// Kind and Version identify the load document.
+const (
+	Kind    = "load"
+	Version = 2
+)
+
+// The ids of a load run's checks besides the thresholds ("threshold:"
+// and the threshold, e.g. "threshold:p99<50ms").
+const (
+	CheckGenerator    = "generator"
+	CheckRateLimit    = "header:ratelimit"
+	CheckPolicy       = "header:ratelimit-policy"
+	CheckRetryAfter   = "header:retry-after"
+	CheckNotStorable  = "header:429-not-storable"
+	CheckExpect       = "expect"
+	CheckLimiterSeen  = "limiter-seen"
+	CheckCompleted    = "completed"
+	CheckThresholdPfx = "threshold:"
+)
+
+// document is the JSON form of a Result: the load document of version 2,
+// durations in milliseconds, one word per concept (see docs/json.md).
+type document struct {
+	doc.Header
+	Target           string           `json:"target"` // password masked (secret.URL); never the credentials sent
+	Method           string           `json:"method"`
+	ArrivalRate      string           `json:"arrival_rate"`
+	ArrivalRatePerS  float64          `json:"arrival_rate_per_s"`
+	DurationMs       float64          `json:"duration_ms"`
+	ElapsedMs        float64          `json:"elapsed_ms"` // start to the last response
+	TimeoutMs        float64          `json:"timeout_ms"` // per request
+	Identities       int              `json:"identities"` // 0: none sent
+	RunID            string           `json:"run_id"`
+	Planned          int64            `json:"planned"`
+	Sent             int64            `json:"sent"`
+	Dropped          int64            `json:"dropped"`
+	DroppedNoVU      int64            `json:"dropped_no_vu"`
+	DroppedLate      int64            `json:"dropped_late"`
+	NotStarted       int64            `json:"not_started"`
+	Interrupted      bool             `json:"interrupted"`
+	Aborted          bool             `json:"aborted"`
+	AbortReason      string           `json:"abort_reason,omitempty"`
+	Completed        int64            `json:"completed"`
+	Responses        int64            `json:"responses"`
+	AchievedRatePerS float64          `json:"achieved_rate_per_s"`
+	ResponsesPerS    float64          `json:"responses_per_s"`
+	BytesIn          int64            `json:"bytes_in"`
+	BytesOut         int64            `json:"bytes_out"`
+	Status           map[string]int64 `json:"status"`
+	Allowed          int64            `json:"allowed"`
+	Refused          int64            `json:"refused"` // 429s
+	RefusedPct       float64          `json:"refused_pct"`
+	Failed           int64            `json:"failed"`
+	FailedPct        float64          `json:"failed_pct"`
+	Errors           map[string]int64 `json:"errors"`
+	Timeline         []Second         `json:"timeline"`
+	LatencyHistogram *Histogram       `json:"latency_histogram,omitempty"`
+	FromDueHistogram *Histogram       `json:"latency_from_due_histogram,omitempty"`
+	Latency          Latency          `json:"latency_ms"`
+	LatencyFromDue   Latency          `json:"latency_from_due_ms"`
+	Lateness         Latency          `json:"lateness_ms"`
+	VUs              VUStats          `json:"vus"`
+	Generator        GenStat          `json:"generator"`
+	Headers          Headers          `json:"headers"`
+	Thresholds       []Check          `json:"thresholds"`
+	Expect           *Judged          `json:"expect,omitempty"`
+	Checks           []doc.Check      `json:"checks"`
+	Verdict          string           `json:"verdict"` // "pass", "fail" or "interrupted"
+	Notes            []string         `json:"notes,omitempty"`
+}
+
+// DocHeader returns the document's envelope, for cmd to stamp.
+func (r *Result) DocHeader() *doc.Header { return &r.Header }
+
+func secondsToMs(s float64) float64 { return float64(int64(s*1e6+0.5)) / 1e3 }
+
+// MarshalJSON writes the load document (version 2).
+func (r Result) MarshalJSON() ([]byte, error) {
+	h := r.Header
+	h.Kind, h.Version = Kind, Version
+	if !r.StartedAt.IsZero() {
+		h.StartedAt = r.StartedAt
+	}
+	thresholds := r.Thresholds
+	if thresholds == nil {
+		thresholds = []Check{}
+	}
+	d := document{
+		Header: h, Target: r.Target, Method: r.Method,
+		ArrivalRate: r.Rate, ArrivalRatePerS: r.RatePerS,
+		DurationMs: secondsToMs(r.DurationS), ElapsedMs: secondsToMs(r.ElapsedS), TimeoutMs: secondsToMs(r.TimeoutS),
+		Identities: r.Identities, RunID: r.RunID,
+		Planned: r.Planned, Sent: r.Sent, Dropped: r.Dropped, DroppedNoVU: r.DroppedNoVU, DroppedLate: r.DroppedLate,
+		NotStarted: r.NotStarted, Interrupted: r.Interrupted, Aborted: r.Aborted, AbortReason: r.AbortReason,
+		Completed: r.Completed, Responses: r.Responses, AchievedRatePerS: r.AchievedRate, ResponsesPerS: r.ResponsesPerS,
+		BytesIn: r.BytesIn, BytesOut: r.BytesOut,
+		Status: r.Status, Allowed: r.Allowed, Refused: r.RateLimited, RefusedPct: r.RateLimitedPct,
+		Failed: r.Failed, FailedPct: r.FailedPct, Errors: r.Errors, Timeline: r.Timeline,
+		LatencyHistogram: r.LatencyHistogram, FromDueHistogram: r.LatencyFromDueHistogram,
+		Latency: r.Latency, LatencyFromDue: r.LatencyFromDue, Lateness: r.Lateness,
+		VUs: r.VUs, Generator: r.Generator, Headers: r.Headers, Thresholds: thresholds, Expect: r.Expect,
+		Checks: r.CheckList(), Verdict: r.Verdict, Notes: r.Notes,
+	}
+	if d.Status == nil {
+		d.Status = map[string]int64{}
+	}
+	if d.Errors == nil {
+		d.Errors = map[string]int64{}
+	}
+	if d.Timeline == nil {
+		d.Timeline = []Second{}
+	}
+	return json.Marshal(d)
+}
+
+// UnmarshalJSON reads a load document of version 2. The messages of the
+// verdict are those of the failed checks that count, but "completed"
+// (an interrupted run has no verdict, not a failure).
+func (r *Result) UnmarshalJSON(data []byte) error {
+	var d document
+	if err := json.Unmarshal(data, &d); err != nil {
+		return err
+	}
+	*r = Result{
+		Kind: d.Kind, Version: d.Version, Header: d.Header, Checks: d.Checks,
+		Target: d.Target, Method: d.Method, StartedAt: d.StartedAt,
+		Rate: d.ArrivalRate, RatePerS: d.ArrivalRatePerS,
+		DurationS: d.DurationMs / 1e3, ElapsedS: d.ElapsedMs / 1e3, TimeoutS: d.TimeoutMs / 1e3,
+		Identities: d.Identities, RunID: d.RunID,
+		Planned: d.Planned, Sent: d.Sent, Dropped: d.Dropped, DroppedNoVU: d.DroppedNoVU, DroppedLate: d.DroppedLate,
+		NotStarted: d.NotStarted, Interrupted: d.Interrupted, Aborted: d.Aborted, AbortReason: d.AbortReason,
+		Completed: d.Completed, Responses: d.Responses, AchievedRate: d.AchievedRatePerS, ResponsesPerS: d.ResponsesPerS,
+		BytesIn: d.BytesIn, BytesOut: d.BytesOut,
+		Status: d.Status, Allowed: d.Allowed, RateLimited: d.Refused, RateLimitedPct: d.RefusedPct,
+		Failed: d.Failed, FailedPct: d.FailedPct, Errors: d.Errors, Timeline: d.Timeline,
+		LatencyHistogram: d.LatencyHistogram, LatencyFromDueHistogram: d.FromDueHistogram,
+		Latency: d.Latency, LatencyFromDue: d.LatencyFromDue, Lateness: d.Lateness,
+		VUs: d.VUs, Generator: d.Generator, Headers: d.Headers, Thresholds: d.Thresholds, Expect: d.Expect,
+		Verdict: d.Verdict, Notes: d.Notes,
+	}
+	r.Header.StartedAt = time.Time{}
+	for _, c := range d.Checks {
+		if c.Counts() && !c.Pass && c.ID != CheckCompleted {
+			r.VerdictMessages = append(r.VerdictMessages, c.Message)
+		}
+	}
+	return nil
+}
+
+// CheckList returns the run's checks: the thresholds, the generator, the
+// four header rules, the expectation, whether a limiter was seen and
+// whether the run completed. The generator and header checks are
+// warnings (reported, never failing the run), as is limiter-seen without
+// --expect; the others decide the verdict exactly as the engine did.
+func (r *Result) CheckList() []doc.Check {
+	if r.Checks != nil {
+		return r.Checks
+	}
+	out := []doc.Check{}
+	for _, t := range r.Thresholds {
+		msg := t.Message
+		if msg == "" { // a document written before thresholds kept their message
+			msg = fmt.Sprintf("threshold %s: %s > %s", t.Name, t.Actual, t.Limit)
+		}
+		out = append(out, doc.Check{ID: CheckThresholdPfx + t.Expr(), Pass: t.Pass, Message: msg})
+	}
+	gen := doc.Check{ID: CheckGenerator, Pass: !r.Generator.FellBehind, Warning: true,
+		Message: fmt.Sprintf("%d sent of %d planned, nothing dropped, lateness p99 %.2f ms", r.Sent, r.Planned, r.Lateness.P99)}
+	if r.Generator.FellBehind {
+		gen.Message = "the load generator fell behind; the counts do not measure the target"
+		if len(r.Generator.Reasons) > 0 {
+			gen.Message = r.Generator.Reasons[0]
+		}
+	}
+	out = append(out, gen)
+	out = append(out, r.headerChecks()...)
+	if j := r.Expect; j != nil {
+		out = append(out, doc.Check{ID: CheckExpect, Pass: j.Pass, Message: j.Line()})
+	}
+	expectGiven := r.Expect != nil
+	for _, m := range r.VerdictMessages {
+		expectGiven = expectGiven || m == NoLimiterNote
+	}
+	seen := doc.Check{ID: CheckLimiterSeen, Pass: !NoLimiterSeen(r), Warning: !expectGiven,
+		Message: "a 429 or a RateLimit header was seen"}
+	switch {
+	case !seen.Pass:
+		seen.Message = NoLimiterNote
+	case r.Responses == 0:
+		seen.Message = "no response to look at"
+	}
+	out = append(out, seen)
+	done := doc.Check{ID: CheckCompleted, Pass: !r.Interrupted, Message: "the run was not interrupted"}
+	if r.Interrupted {
+		done.Message = fmt.Sprintf("interrupted after %ss: no verdict", fmtSeconds(r.ElapsedS))
+	}
+	return append(out, done)
+}
+
+func fmtSeconds(s float64) string {
+	switch {
+	case s >= 100:
+		return fmt.Sprintf("%.0f", s)
+	case s >= 10:
+		return fmt.Sprintf("%.1f", s)
+	}
+	return fmt.Sprintf("%.2f", s)
+}
+
+// headerChecks are the rules on the rate limit headers over all
+// responses: values present must be valid (a target that sends no such
+// field is skipped, not failed), every 429 needs a valid Retry-After, and
+// no 429 may be storable by a cache.
+func (r *Result) headerChecks() []doc.Check {
+	h := r.Headers
+	field := func(id, name string, f FieldStat) doc.Check {
+		c := doc.Check{ID: id, Warning: true, Pass: true}
+		switch {
+		case h.Responses == 0:
+			c.Skipped, c.Message = true, "no response to check"
+		case f.Present == 0:
+			c.Skipped, c.Message = true, "the target sends no "+name+" header"
+		case f.Valid < f.Present:
+			c.Pass = false
+			c.Message = fmt.Sprintf("%d of %d values invalid", f.Present-f.Valid, f.Present)
+			if f.Example != "" {
+				c.Message += ": " + f.Example
+			}
+		default:
+			c.Message = fmt.Sprintf("every %s value is valid", name)
+		}
+		return c
+	}
+	ra := doc.Check{ID: CheckRetryAfter, Warning: true, Pass: true, Message: "every 429 has a valid Retry-After"}
+	switch {
+	case r.RateLimited == 0:
+		ra.Skipped, ra.Message = true, "no 429 responses"
+	case h.RetryAfter.Valid < r.RateLimited:
+		ra.Pass = false
+		ra.Message = fmt.Sprintf("%d of %d 429 responses lack a valid Retry-After", r.RateLimited-h.RetryAfter.Valid, r.RateLimited)
+		if h.RetryAfter.Example != "" {
+			ra.Message += ": " + h.RetryAfter.Example
+		}
+	}
+	st := doc.Check{ID: CheckNotStorable, Warning: true, Pass: true, Message: "no 429 may be stored by a cache"}
+	switch {
+	case r.RateLimited == 0:
+		st.Skipped, st.Message = true, "no 429 responses"
+	case h.Storable429 > 0:
+		st.Pass = false
+		st.Message = fmt.Sprintf("%d of %d 429 responses may be stored by a cache", h.Storable429, r.RateLimited)
+		if h.StorableWhy != "" {
+			st.Message += ": " + h.StorableWhy
+		}
+	}
+	return []doc.Check{
+		field(CheckRateLimit, "RateLimit", h.RateLimit),
+		field(CheckPolicy, "RateLimit-Policy", h.Policy),
+		ra, st,
+	}
+}

@@ -1,0 +1,202 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ratelimit-dev/ratelimit/probe"
+)
+
+// The probe kind: a report card, one row per check with its evidence and
+// the fix, drawn the same way in every format.
+
+var probeKind = kind[probe.Result]{
+	name: probe.Kind, version: probe.Version,
+	validate: validateProbe,
+	checks:   probe.Result.CheckList,
+	text:     ProbeText,
+	markdown: probeMarkdown,
+	junit:    probeSuite,
+	html:     probeHTML,
+}
+
+func validateProbe(res probe.Result) error {
+	if err := firstErr(
+		oneOf("verdict", res.Verdict, "pass", "fail"),
+		nonNeg("requests", res.Requests), nonNeg("budget", res.Budget), nonNeg("policy.quota", res.Policy.Quota),
+	); err != nil {
+		return err
+	}
+	for i, c := range res.Checks {
+		if err := oneOf(fmt.Sprintf("checks[%d].status", i), c.Status, probe.Pass, probe.Fail, probe.Warn, probe.Skip); err != nil {
+			return err
+		}
+		if c.Pass != (c.Status == probe.Pass || c.Status == probe.Skip) {
+			return fmt.Errorf("checks[%d]: pass %v disagrees with status %q", i, c.Pass, c.Status)
+		}
+	}
+	return nil
+}
+
+// probeTitle is the card's first line.
+func probeTitle(res probe.Result) string {
+	return fmt.Sprintf("probe %s %s", res.Method, res.Target)
+}
+
+// probeScope says what was judged and what it cost.
+func probeScope(res probe.Result) string {
+	pol := "policy unknown (no RateLimit-Policy; --expect gives one)"
+	switch p := res.Policy; {
+	case p.Quota > 0 && p.WindowMs > 0:
+		pol = fmt.Sprintf("policy q=%d w=%s (%s)", p.Quota, msText(p.WindowMs), p.Source)
+	case p.Quota > 0:
+		pol = fmt.Sprintf("policy q=%d, window unknown (%s)", p.Quota, p.Source)
+	}
+	s := fmt.Sprintf("%s; %d of a budget of %d requests in %s", pol, res.Requests, res.Budget, msText(res.ElapsedMs))
+	if res.Peer != "" {
+		s += ", from " + res.Peer
+	}
+	return s
+}
+
+// msText writes milliseconds as a duration: 2s, 1.5s, 250ms.
+func msText(ms float64) string {
+	if ms >= 1000 {
+		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", ms/1000), "0"), ".") + "s"
+	}
+	return fmt.Sprintf("%.0fms", ms)
+}
+
+// probeVerdict is the closing line: PASS, or which checks failed.
+func probeVerdict(res probe.Result) string {
+	var failed, warned []string
+	for _, c := range res.Checks {
+		switch c.Status {
+		case probe.Fail:
+			failed = append(failed, c.ID)
+		case probe.Warn:
+			warned = append(warned, c.ID)
+		}
+	}
+	s := ""
+	if len(failed) > 0 {
+		s = fmt.Sprintf("%s failed: %s", countNoun(len(failed), "check", "checks"), strings.Join(failed, ", "))
+	} else {
+		s = fmt.Sprintf("no check failed (%d run)", len(res.Checks))
+	}
+	if len(warned) > 0 {
+		s += fmt.Sprintf("; %s: %s", countNoun(len(warned), "warning", "warnings"), strings.Join(warned, ", "))
+	}
+	return s
+}
+
+func probeStatusWord(status string) string { return strings.ToUpper(status) }
+
+// ProbeText writes the report card: one row per check, then the evidence
+// and fix of every check that did not pass, then the verdict.
+func ProbeText(w io.Writer, res probe.Result, o Options) error {
+	st := NewStyles(w, o)
+	var b strings.Builder
+	b.WriteString(st.Title.Render(Printable(probeTitle(res))) + "\n")
+	b.WriteString(st.Dim.Render(Printable(probeScope(res))) + "\n\n")
+	rows := make([][]string, 0, len(res.Checks))
+	for _, c := range res.Checks {
+		word := probeStatusWord(c.Status)
+		switch c.Status {
+		case probe.Pass:
+			word = st.Pass.Render(word)
+		case probe.Fail:
+			word = st.Fail.Render(word)
+		case probe.Warn:
+			word = st.Warn.Render(word)
+		default:
+			word = st.Dim.Render(word)
+		}
+		rows = append(rows, []string{Printable(c.ID), word, Printable(c.Message)})
+	}
+	b.WriteString(Table([]string{"check", "result", "finding"}, rows, st))
+	for _, c := range res.Checks {
+		if c.Status == probe.Pass || c.Status == probe.Skip {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s %s\n", probeStatusWord(c.Status), Printable(c.ID))
+		for _, e := range c.Evidence {
+			b.WriteString("  evidence: " + Printable(e) + "\n")
+		}
+		if c.Fix != "" {
+			b.WriteString("  fix: " + Printable(c.Fix) + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "\nverdict: %s  %s\n", st.Verdict(res.Pass()), Printable(probeVerdict(res)))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func probeMarkdown(b *strings.Builder, res probe.Result) {
+	fmt.Fprintf(b, "### ratelimit probe: %s\n\n", mdVerdict(res.Pass()))
+	fmt.Fprintf(b, "%s %s\n\n%s\n\n", md(res.Method), mdCode(res.Target), md(probeScope(res)))
+	rows := make([][]string, 0, len(res.Checks))
+	for _, c := range res.Checks {
+		word := probeStatusWord(c.Status)
+		if c.Status == probe.Fail || c.Status == probe.Warn {
+			word = "**" + word + "**"
+		}
+		finding := md(c.Message)
+		if len(c.Evidence) > 0 && c.Status != probe.Pass {
+			finding += "<br>evidence: " + md(strings.Join(c.Evidence, "; "))
+		}
+		fix := ""
+		if c.Status == probe.Fail || c.Status == probe.Warn {
+			fix = md(c.Fix)
+		}
+		rows = append(rows, []string{mdCode(c.ID), word, finding, fix})
+	}
+	mdTable(b, []string{"check", "result", "finding", "fix"}, rows)
+	fmt.Fprintf(b, "Verdict: **%s**: %s\n", strings.ToUpper(res.Verdict), md(probeVerdict(res)))
+}
+
+func probeSuite(res probe.Result) junitSuite {
+	s := junitSuite{Name: "ratelimit probe", timeS: res.ElapsedMs / 1000}
+	if !res.StartedAt.IsZero() {
+		s.Timestamp = res.StartedAt.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	for _, c := range res.Checks {
+		var detail strings.Builder
+		for _, e := range c.Evidence {
+			detail.WriteString("evidence: " + e + "\n")
+		}
+		if c.Fix != "" && c.Status != probe.Pass {
+			detail.WriteString("fix: " + c.Fix + "\n")
+		}
+		s.Cases = append(s.Cases, checkCase("probe.checks", c.ID, c.Check, c.ID, detail.String()))
+	}
+	return s
+}
+
+func probeHTML(b *strings.Builder, res probe.Result) {
+	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(probeTitle(res)))
+	fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(probeScope(res)))
+	htmlVerdict(b, res.Pass(), probeVerdict(res))
+	rows := make([][]string, 0, len(res.Checks))
+	for _, c := range res.Checks {
+		word := esc(probeStatusWord(c.Status))
+		switch c.Status {
+		case probe.Pass:
+			word = htmlBadge(true)
+		case probe.Fail:
+			word = htmlBadge(false)
+		}
+		finding := esc(c.Message)
+		if c.Status != probe.Pass {
+			for _, e := range c.Evidence {
+				finding += "<br><span class=\"muted\">" + esc("evidence: "+e) + "</span>"
+			}
+			if c.Fix != "" && c.Status != probe.Skip {
+				finding += "<br>" + esc("fix: "+c.Fix)
+			}
+		}
+		rows = append(rows, []string{"<code>" + esc(c.ID) + "</code>", word, finding})
+	}
+	htmlTable(b, []string{"check", "result", "finding"}, rows)
+}
