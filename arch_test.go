@@ -11,9 +11,10 @@ const module = "github.com/ratelimit-dev/ratelimit"
 
 // domains are the packages that each do one command's job. They share
 // code only through the leaf packages (limiter, header, rate, redisconn,
-// doc and the small helpers exitcode, secret, userfile, version), never by
-// importing one another; report renders their results and cmd wires them.
-var domains = []string{"eval", "race", "load", "cluster", "serve", "sandbox", "probe", "failover"}
+// doc, fault, sandbox, the servers this process owns, and the small
+// helpers exitcode, secret, userfile, version), never by importing one
+// another; report renders their results and cmd wires them.
+var domains = []string{"eval", "race", "load", "cluster", "serve", "probe", "failover"}
 
 // cliOnly are the modules only cmd may import: the command line and the
 // terminal's progress bars.

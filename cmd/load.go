@@ -36,6 +36,7 @@ type loadOptions struct {
 	Out             string
 	Expect          string
 	Thresholds      []string
+	Headers429      string
 	AbortOnFail     bool
 	maxFailedSet    bool // --max-failed was given
 }
@@ -144,6 +145,7 @@ as Basic auth and masked in every output and error.`,
 	fl.StringVar(&opts.HTTPClient, "http-client", load.HTTPClientAuto, "HTTP stack: lean (HTTP/1.1, one keep-alive connection per VU, plain http:// only), std (net/http: TLS, HTTP/2, proxies) or auto (lean for plain http:// without a proxy)")
 	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report')")
 	fl.StringArrayVar(&opts.Thresholds, "threshold", nil, "check METRIC OP VALUE at the end, e.g. 'p99<50ms', 'dropped==0', 'failed<1%' (repeatable; see above)")
+	fl.StringVar(&opts.Headers429, "headers", load.HeadersFail, "broken rate limit headers (Retry-After on 429s, a cacheable 429, r above q, t beyond the window, limited with a 5xx) fail the run (fail), are reported only (warn), or are not checked (off)")
 	fl.BoolVar(&opts.AbortOnFail, "abort-on-fail", false, "stop the run as soon as a threshold can no longer be met (exit 1)")
 	fl.StringVar(&opts.Expect, "expect", "", "judge the admitted count: token-bucket:burst=N,rate=R, sliding-window:limit=N,window=D, fixed-window:limit=N,window=D, gcra:rate=R,burst=N, or auto")
 	return c
@@ -276,7 +278,7 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 		PreAllocatedVUs: opts.PreAllocatedVUs, MaxVUs: opts.MaxVUs, Timeout: opts.Timeout, HTTPClient: opts.HTTPClient,
 		Identities: opts.Identities, IdentityHeader: opts.IdentityHeader, RunID: uuid.NewString()[:8],
 		ExpectStatus: statuses, MaxFailed: maxFailed, NoMaxFailed: noMaxFailed, Expect: expect,
-		Thresholds: thresholds, AbortOnFail: opts.AbortOnFail,
+		Thresholds: thresholds, AbortOnFail: opts.AbortOnFail, HeaderMode: strings.ToLower(strings.TrimSpace(opts.Headers429)),
 		Now: f.Now,
 	}, nil
 }

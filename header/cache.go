@@ -73,29 +73,13 @@ func deltaSeconds(s string) (int64, bool) {
 	return min(n, 1<<31), true
 }
 
-// Storable429 reports whether a cache may store a 429 response with header h,
-// and why. RFC 6585 says a 429 MUST NOT be stored by a cache; `ratelimit load`
-// flags a 429 unless it carries `no-store`, or `private` without explicit
-// freshness (so no shared cache keeps it and no private cache has a lifetime
-// for it). Explicit freshness (max-age, s-maxage, Expires) or `public` without
-// `no-store` is flagged: it invites a cache to replay the refusal to
-// clients whose quota has come back.
+// Storable429 reports whether a cache may store a 429 response with header
+// h, and why: only with explicit freshness (max-age, s-maxage, Expires) or
+// Cache-Control: public and no no-store (Cache429's CacheBad). A 429 is not
+// heuristically cacheable (RFC 9111 4.2.2), so one without explicit
+// freshness is not storable even without no-store; that gets a note, not a
+// failure.
 func Storable429(h http.Header) (bool, string) {
-	cc := ParseCacheControl(h["Cache-Control"])
-	if cc.NoStore {
-		return false, "no-store"
-	}
-	explicit := cc.MaxAge > 0 || cc.SMaxAge > 0 || len(h["Expires"]) > 0
-	switch {
-	case cc.Public:
-		return true, "Cache-Control: public without no-store"
-	case explicit:
-		return true, "explicit freshness (max-age, s-maxage or Expires) without no-store"
-	case cc.Private:
-		return false, "private"
-	case len(h["Cache-Control"]) == 0:
-		return true, "no Cache-Control; RFC 6585 asks for no-store on a 429"
-	default:
-		return true, "Cache-Control without no-store or private"
-	}
+	level, why := Cache429(h)
+	return level == CacheBad, why
 }

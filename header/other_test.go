@@ -129,13 +129,15 @@ func TestStorable429(t *testing.T) {
 		{"no-store among others", http.Header{"Cache-Control": {"max-age=60, NO-STORE"}}, false},
 		{"private", http.Header{"Cache-Control": {"private"}}, false},
 		{"private max-age=0", http.Header{"Cache-Control": {"private, max-age=0"}}, false},
-		{"nothing", http.Header{}, true},
+		// a 429 is not heuristically cacheable: without explicit freshness
+		// it is not storable (missing no-store is a note, see Cache429)
+		{"nothing", http.Header{}, false},
 		{"max-age", http.Header{"Cache-Control": {"max-age=60"}}, true},
 		{"private with max-age", http.Header{"Cache-Control": {"private, max-age=60"}}, true},
 		{"s-maxage quoted", http.Header{"Cache-Control": {`s-maxage="30"`}}, true},
 		{"public", http.Header{"Cache-Control": {"public"}}, true},
 		{"expires", http.Header{"Cache-Control": {"private"}, "Expires": {"Sun, 01 Jun 2025 12:00:30 GMT"}}, true},
-		{"no-cache only", http.Header{"Cache-Control": {"no-cache"}}, true},
+		{"no-cache only", http.Header{"Cache-Control": {"no-cache"}}, false},
 		{"split lines", http.Header{"Cache-Control": {"max-age=5", "no-store"}}, false},
 	}
 	for _, tt := range tests {
@@ -193,7 +195,7 @@ func TestInspect(t *testing.T) {
 
 	h.Set("RateLimit", `"default";r=11;t=1`)
 	h.Del("Retry-After")
-	h.Del("Cache-Control")
+	h.Set("Cache-Control", "public, max-age=60")
 	in = Inspect(429, h, now)
 	if in.LimitErr == nil || in.RetryAfterErr == nil || !in.Storable {
 		t.Errorf("Inspect(bad 429) = %+v; want r>q, missing Retry-After and storable flagged", in)

@@ -22,6 +22,8 @@ const (
 	CheckPolicy       = "header:ratelimit-policy"
 	CheckRetryAfter   = "header:retry-after"
 	CheckNotStorable  = "header:429-not-storable"
+	CheckWrongStatus  = "header:limited-status"
+	CheckReset        = "header:reset"
 	CheckExpect       = "expect"
 	CheckLimiterSeen  = "limiter-seen"
 	CheckCompleted    = "completed"
@@ -219,9 +221,32 @@ func fmtSeconds(s float64) string {
 
 // headerChecks are the rules on the rate limit headers over all
 // responses: values present must be valid (a target that sends no such
-// field is skipped, not failed), every 429 needs a valid Retry-After, and
-// no 429 may be storable by a cache.
+// field is skipped, not failed; r above q is invalid), every 429 needs a
+// valid Retry-After, no 429 may be storable by a cache (explicit
+// freshness), a response that is limited by its own headers must be a
+// 429, and t never exceeds the policy's window. With --headers fail (the
+// default) a failed one fails the run; warn reports it as a warning; off
+// skips them all. Documents from before --headers are warnings.
 func (r *Result) headerChecks() []doc.Check {
+	h := r.Headers
+	warn := h.Mode != HeadersFail
+	out := r.headerRules()
+	for i := range out {
+		c := &out[i]
+		switch {
+		case h.Mode == HeadersOff:
+			c.Pass, c.Skipped, c.Warning = true, true, false
+			c.Message = "not checked (--headers off)"
+		case warn:
+			c.Warning = true
+		default:
+			c.Warning = false
+		}
+	}
+	return out
+}
+
+func (r *Result) headerRules() []doc.Check {
 	h := r.Headers
 	field := func(id, name string, f FieldStat) doc.Check {
 		c := doc.Check{ID: id, Warning: true, Pass: true}
@@ -263,9 +288,22 @@ func (r *Result) headerChecks() []doc.Check {
 			st.Message += ": " + h.StorableWhy
 		}
 	}
+	ws := doc.Check{ID: CheckWrongStatus, Pass: true, Message: "every response limited by its own headers (r=0) is a 429"}
+	if h.WrongStatus > 0 {
+		ws.Pass = false
+		ws.Message = fmt.Sprintf("%d responses were limited with %s, not 429 (their RateLimit says r=0): clients and proxies take a 5xx for an outage and retry at once", h.WrongStatus, h.WrongStatusExample)
+	}
+	rs := doc.Check{ID: CheckReset, Pass: true, Message: "every RateLimit t is within the policy's window"}
+	switch {
+	case h.RateLimit.Present == 0:
+		rs.Skipped, rs.Message = true, "the target sends no RateLimit header"
+	case h.ResetBeyondWindow > 0:
+		rs.Pass = false
+		rs.Message = fmt.Sprintf("%d RateLimit values announce a reset beyond the policy's window (%s): the quota is back long before clients are told", h.ResetBeyondWindow, h.ResetExample)
+	}
 	return []doc.Check{
 		field(CheckRateLimit, "RateLimit", h.RateLimit),
 		field(CheckPolicy, "RateLimit-Policy", h.Policy),
-		ra, st,
+		ra, st, ws, rs,
 	}
 }

@@ -72,12 +72,21 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 		if h.LegacyName == "" {
 			h.LegacyName = c.legacyPrefix
 		}
+		h.WrongStatus += c.wrongStatus
+		if h.WrongStatusExample == "" {
+			h.WrongStatusExample = c.wrongStatusExample
+		}
+		h.ResetBeyondWindow += c.resetBeyond
+		if h.ResetExample == "" {
+			h.ResetExample = c.resetExample
+		}
 		for raw, n := range c.policyValues {
 			policyValues[raw] += n
 		}
 	}
 	res.BytesIn += e.bytesIn.Load()
 	res.BytesOut += e.bytesOut.Load()
+	h.Mode = o.HeaderMode
 	h.Responses = res.Responses
 	h.RateLimit.Checked = res.Responses
 	h.Policy.Checked = res.Responses
@@ -150,6 +159,14 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 	if res.Expect != nil && !res.Expect.Pass {
 		res.Verdict = "fail"
 		res.VerdictMessages = append(res.VerdictMessages, res.Expect.Line())
+	}
+	if res.Headers.Mode == HeadersFail {
+		for _, c := range res.headerChecks() {
+			if !c.Pass && !c.Skipped {
+				res.Verdict = "fail"
+				res.VerdictMessages = append(res.VerdictMessages, c.ID+": "+c.Message)
+			}
+		}
 	}
 	if NoLimiterSeen(res) {
 		if o.Expect != nil {

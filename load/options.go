@@ -34,7 +34,12 @@ const (
 	DefaultPreAllocatedVUs = 10
 	DefaultMaxVUs          = 100
 	DefaultIdentityHeader  = "X-API-Key"
-	DefaultMaxFailed       = 0.01
+
+	// The --headers modes.
+	HeadersFail      = "fail"
+	HeadersWarn      = "warn"
+	HeadersOff       = "off"
+	DefaultMaxFailed = 0.01
 )
 
 // Ceilings on one run, checked before anything is sent (exit 2), and
@@ -83,7 +88,11 @@ type Options struct {
 	// "load-<RunID>-<n>" sent in IdentityHeader; 0 sends no identity.
 	Identities     int
 	IdentityHeader string
-	RunID          string
+	// HeaderMode decides what a broken rate limit header does: HeadersFail
+	// (the default: a failed check, exit 1), HeadersWarn (reported, the
+	// run still passes) or HeadersOff (not checked).
+	HeaderMode string
+	RunID      string
 
 	ExpectStatus []int   // statuses that are not failures
 	MaxFailed    float64 // threshold on failed/completed, 0..1
@@ -136,6 +145,21 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.IdentityHeader == "" {
 		o.IdentityHeader = DefaultIdentityHeader
+	}
+	switch o.HeaderMode {
+	case "":
+		o.HeaderMode = HeadersFail
+	case HeadersFail, HeadersWarn, HeadersOff:
+	default:
+		return o, exitcode.Usagef("--headers %q: use fail (a broken rate limit header fails the run), warn or off", o.HeaderMode)
+	}
+	// -H that sets the identity header is the identity: the generator adds
+	// no second copy of the field.
+	if o.Identities > 0 && o.Headers.Get(o.IdentityHeader) != "" {
+		if o.Identities > 1 {
+			return o, exitcode.Usagef("-H sets %s, which --identities %d would set too; drop one", http.CanonicalHeaderKey(o.IdentityHeader), o.Identities)
+		}
+		o.Identities = 0
 	}
 	if len(o.ExpectStatus) == 0 {
 		o.ExpectStatus = DefaultExpectStatus

@@ -119,6 +119,8 @@ type GenStat struct {
 
 // Headers summarise the rate limit header checks over all responses.
 type Headers struct {
+	// Mode is --headers: fail, warn or off.
+	Mode        string    `json:"mode,omitempty"`
 	Responses   int64     `json:"responses"`
 	RateLimit   FieldStat `json:"ratelimit"`
 	Policy      FieldStat `json:"ratelimit_policy"`
@@ -129,6 +131,16 @@ type Headers struct {
 	LegacyName  string    `json:"legacy_prefix,omitempty"`
 	// PolicyValue is the RateLimit-Policy value seen most often, if valid.
 	PolicyValue string `json:"policy,omitempty"`
+	// WrongStatus counts responses limited with another status than 429:
+	// a 5xx or 403 that says r=0 in RateLimit (limited, by its own
+	// headers); WrongStatusExample is the first, e.g. "503".
+	WrongStatus        int64  `json:"limited_wrong_status"`
+	WrongStatusExample string `json:"limited_wrong_status_example,omitempty"`
+	// ResetBeyondWindow counts RateLimit t values longer than the policy's
+	// window w plus a second of rounding: no limiter needs longer than its
+	// window to give the quota back.
+	ResetBeyondWindow int64  `json:"reset_beyond_window"`
+	ResetExample      string `json:"reset_beyond_window_example,omitempty"`
 }
 
 // FieldStat counts one field's presence and validity.

@@ -2,7 +2,9 @@ package load
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -51,6 +53,10 @@ type headerCounts struct {
 	retryErr, storableWhy      string
 	legacyPrefix               string
 	policyValues               map[string]int64 // valid RateLimit-Policy values seen
+	wrongStatus                int64
+	wrongStatusExample         string
+	resetBeyond                int64
+	resetExample               string
 }
 
 func newVU(e *engine, id int) *vu {
@@ -216,6 +222,26 @@ func (v *vu) inspect(status int, h http.Header, now time.Time) {
 	if in.HasLegacy {
 		c.legacy++
 		c.legacyPrefix = in.Legacy.Prefix
+	}
+	if in.HasLimit && in.LimitErr == nil {
+		limited := false
+		for _, l := range in.Limits {
+			limited = limited || l.Remaining == 0
+			for _, p := range in.Policies {
+				if p.Name == l.Name && p.Window > 0 && l.Reset > p.Window+1 {
+					c.resetBeyond++
+					if c.resetExample == "" {
+						c.resetExample = fmt.Sprintf("t=%d with w=%d", l.Reset, p.Window)
+					}
+				}
+			}
+		}
+		if limited && (status >= 500 || status == http.StatusForbidden) {
+			c.wrongStatus++
+			if c.wrongStatusExample == "" {
+				c.wrongStatusExample = strconv.Itoa(status)
+			}
+		}
 	}
 }
 
