@@ -130,6 +130,7 @@ type Sandbox struct {
 
 	stopOnce sync.Once
 	stopErr  error
+	cfg      Config // what Start was given, for Restart
 }
 
 // FindBinary returns bin if set, else the first of redis-server and
@@ -266,7 +267,7 @@ func start(ctx context.Context, cfg Config, bin string) (sb *Sandbox, err error)
 	if err != nil {
 		return nil, fmt.Errorf("create sandbox dir: %w", err)
 	}
-	sb = &Sandbox{Dir: dir, Cluster: cfg.Primaries > 0, Product: productOf(bin)}
+	sb = &Sandbox{Dir: dir, Cluster: cfg.Primaries > 0, Product: productOf(bin), cfg: cfg}
 	defer func() {
 		if err != nil {
 			sb.kill()

@@ -1,0 +1,9 @@
+package failover
+
+import (
+	"testing"
+
+	"github.com/ratelimit-dev/ratelimit/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
