@@ -34,6 +34,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/header"
 	"github.com/ratelimit-dev/ratelimit/secret"
 )
 
@@ -187,26 +188,13 @@ func (o Options) Validate() error {
 	if o.Quota < 0 || o.Window < 0 {
 		return exitcode.Usagef("the expected quota and window must be positive")
 	}
-	if !validToken(o.identityHeader()) {
+	if !header.IsToken(o.identityHeader()) {
 		return exitcode.Usagef("--identity-header %q is not a valid header name", o.IdentityHeader)
 	}
 	if o.RunID == "" {
 		return errors.New("probe: Options.RunID is empty")
 	}
 	return nil
-}
-
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", rune(c)) {
-			return false
-		}
-	}
-	return true
 }
 
 // identityName is the identity header as the user spelt it.

@@ -23,24 +23,23 @@ type data struct {
 	w      time.Duration // window, 0 unknown
 	policy string        // where q and w came from
 
-	a        []obs // identity A until its first refusal
-	aRefill  []obs // A again, one window after it ran out
-	aWaited  time.Duration
-	e        []obs // identity E until its first refusal
-	ePoll    []obs // E polled until admitted
-	b        obs   // a fresh identity B right after A ran out
-	anonMid  obs   // a request without identity right after A ran out
-	anon     []obs // requests without identity until refused
-	spoofs   []obs // spoofing attempts after anon ran out
-	c, d     obs   // first requests of C and D (reset)
-	cBurst   []obs // C before its reset passed
-	cAt      time.Duration
-	dBurst   []obs // D after its reset passed
-	dAt      time.Duration
-	skipped  map[string]string // check -> why it could not run
-	all      []obs             // every response, in order
-	waitedOK bool              // the window was short enough to wait for
-	peer     string            // the probe's address as the target sees it
+	a       []obs // identity A until its first refusal
+	aRefill []obs // A again, one window after it ran out
+	aWaited time.Duration
+	e       []obs // identity E until its first refusal
+	ePoll   []obs // E polled until admitted
+	b       obs   // a fresh identity B right after A ran out
+	anonMid obs   // a request without identity right after A ran out
+	anon    []obs // requests without identity until refused
+	spoofs  []obs // spoofing attempts after anon ran out
+	c, d    obs   // first requests of C and D (reset)
+	cBurst  []obs // C before its reset passed
+	cAt     time.Duration
+	dBurst  []obs // D after its reset passed
+	dAt     time.Duration
+	skipped map[string]string // check -> why it could not run
+	all     []obs             // every response, in order
+	peer    string            // the probe's address as the target sees it
 }
 
 // Run probes o.URL. It returns an exit-3 error when the target cannot be
@@ -284,7 +283,6 @@ func (d *data) collect(ctx context.Context, p *prober, id func(string) string, f
 	}
 	if d.q > 0 && d.w > 0 {
 		if d.w <= p.o.MaxWait {
-			d.waitedOK = true
 			events = append(events, event{t0.Add(d.w + 150*time.Millisecond), func() error {
 				d.aWaited = time.Since(t0)
 				obs, _, err := p.burst(ctx, id("A"), int(d.q+d.q/2+1))

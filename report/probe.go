@@ -63,7 +63,7 @@ func probeScope(res probe.Result) string {
 // msText writes milliseconds as a duration: 2s, 1.5s, 250ms.
 func msText(ms float64) string {
 	if ms >= 1000 {
-		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", ms/1000), "0"), ".") + "s"
+		return secs(ms / 1000)
 	}
 	return fmt.Sprintf("%.0fms", ms)
 }
