@@ -11,4 +11,5 @@ var kinds = newRegistry(
 	loadKind.entry(),
 	keyslotKind.entry(),
 	probeKind.entry(),
+	failoverKind.entry(),
 )

@@ -1,0 +1,470 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/failover"
+)
+
+// The failover kind: per variant (no-wait, wait) a row per trial with
+// what the failover gave away (extra admissions, lost writes, time
+// without a primary, latency), the spread over trials, the trade-off of
+// WAIT, the checks and the verdict, drawn the same way in every format.
+
+var failoverKind = kind[failover.Result]{
+	name: failover.Kind, version: failover.Version,
+	validate: validateFailover,
+	checks:   func(res failover.Result) []doc.Check { return res.Checks },
+	text:     FailoverText,
+	markdown: failoverMarkdown,
+	junit:    failoverSuite,
+	html:     failoverHTML,
+}
+
+var failoverAlgos = evalAlgos[1:]
+
+func validateFailover(res failover.Result) error {
+	if err := firstErr(
+		oneOf("verdict", res.Verdict, "pass", "fail"),
+		oneOf("algo", res.Algo, failoverAlgos...),
+		nonNeg("params.capacity", res.Params.Capacity), nonNeg("params.rate_per_s", res.Params.RatePerS),
+		nonNeg("params.limit", res.Params.Limit), nonNeg("params.window_ms", res.Params.WindowMs),
+		nonNeg("params.burst", res.Params.Burst), nonNeg("params.cost", res.Params.Cost),
+		nonNeg("rate_per_s", res.RatePerS), nonNeg("clients", res.Clients), nonNeg("trials", res.Trials),
+		nonNeg("before_ms", res.BeforeMs), nonNeg("after_ms", res.AfterMs),
+	); err != nil {
+		return err
+	}
+	if res.MaxExtra != nil {
+		if err := nonNeg("max_extra", *res.MaxExtra); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	for i, v := range res.Variants {
+		p := fmt.Sprintf("variants[%d]", i)
+		if err := firstErr(
+			oneOf(p+".name", v.Name, failover.VariantNoWait, failover.VariantWait),
+			nonNeg(p+".wait_replicas", v.WaitReplicas), nonNeg(p+".wait_timeout_ms", v.WaitTimeoutMs),
+			validateStats(p+".extra_allowed", v.ExtraAllowed, false), validateStats(p+".lost_writes", v.LostWrites, true),
+			validateStats(p+".unavailable_ms", v.UnavailableMs, true),
+			validateStats(p+".p50_ms", v.P50Ms, true), validateStats(p+".p99_ms", v.P99Ms, true),
+		); err != nil {
+			return err
+		}
+		if seen[v.Name] {
+			return fieldf("%s.name is %q again, want each variant once", p, v.Name)
+		}
+		seen[v.Name] = true
+		for k, t := range v.Trials {
+			if err := validateFailoverTrial(fmt.Sprintf("%s.trials[%d]", p, k), t); err != nil {
+				return err
+			}
+		}
+	}
+	if t := res.Tradeoff; t != nil {
+		if err := firstErr(
+			finiteField("tradeoff.lost_writes_saved", t.LostWritesSaved), finiteField("tradeoff.extra_allowed_saved", t.ExtraAllowedSaved),
+			finiteField("tradeoff.p50_cost_ms", t.P50CostMs), finiteField("tradeoff.p99_cost_ms", t.P99CostMs),
+			nonNeg("tradeoff.not_durable", t.NotDurable),
+		); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateFailoverTrial(p string, t failover.Trial) error {
+	if err := firstErr(
+		atLeast(p+".trial", t.Trial, 1),
+		nonNeg(p+".decisions", t.Decisions), nonNeg(p+".allowed", t.Allowed), nonNeg(p+".model_allowed", t.ModelAllowed),
+		nonNeg(p+".lost_decisions", t.LostDecisions), nonNeg(p+".lost_writes", t.LostWrites),
+		nonNeg(p+".not_durable", t.NotDurable), nonNeg(p+".dropped", t.Dropped), nonNeg(p+".failed", t.Failed),
+		nonNeg(p+".failover_at_ms", t.FailoverAtMs), nonNeg(p+".duration_ms", t.DurationMs),
+		nonNeg(p+".failover_ms", t.FailoverMs), nonNeg(p+".stale_primary_ms", t.StalePrimaryMs),
+		nonNeg(p+".unavailable_ms", t.UnavailableMs), nonNeg(p+".recovery_ms", t.RecoveryMs),
+		nonNeg(p+".p50_ms", t.P50Ms), nonNeg(p+".p99_ms", t.P99Ms), nonNeg(p+".max_ms", t.MaxMs),
+	); err != nil {
+		return err
+	}
+	switch {
+	case t.Allowed > t.Decisions:
+		return fieldf("%s.allowed is %d, want at most decisions (%d)", p, t.Allowed, t.Decisions)
+	case t.ModelAllowed > t.Decisions:
+		return fieldf("%s.model_allowed is %d, want at most decisions (%d)", p, t.ModelAllowed, t.Decisions)
+	case t.LostWrites > t.LostDecisions:
+		return fieldf("%s.lost_writes is %d, want at most lost_decisions (%d)", p, t.LostWrites, t.LostDecisions)
+	case t.P50Ms > t.P99Ms || t.P99Ms > t.MaxMs:
+		return fieldf("%s: p50_ms %v, p99_ms %v, max_ms %v are out of order; want percentiles in order", p, t.P50Ms, t.P99Ms, t.MaxMs)
+	}
+	for i, e := range t.Errors {
+		if err := nonNeg(fmt.Sprintf("%s.errors[%d].count", p, i), e.Count); err != nil {
+			return err
+		}
+	}
+	for i, r := range t.Recoveries {
+		if err := nonNeg(fmt.Sprintf("%s.recoveries[%d].count", p, i), r.Count); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateStats checks min <= median <= max, all finite and, with
+// nonNegative, none below 0.
+func validateStats(p string, s failover.Stats, nonNegative bool) error {
+	check := finiteField
+	if nonNegative {
+		check = func(path string, v float64) error { return nonNeg(path, v) }
+	}
+	if err := firstErr(check(p+".min", s.Min), check(p+".median", s.Median), check(p+".max", s.Max)); err != nil {
+		return err
+	}
+	if s.Min > s.Median || s.Median > s.Max {
+		return fieldf("%s: min %v, median %v, max %v are out of order", p, s.Min, s.Median, s.Max)
+	}
+	return nil
+}
+
+// finiteField fails for a value of either sign beyond maxFloat.
+func finiteField(path string, v float64) error {
+	if math.Abs(v) > maxFloat {
+		return fieldf("%s is %v, want at most %g either side of 0", path, v, maxFloat)
+	}
+	return nil
+}
+
+// failoverMeasured is how many trials the run measured (of its first
+// variant; the wait variant may have one fewer after an error).
+func failoverMeasured(res failover.Result) int {
+	if len(res.Variants) == 0 {
+		return 0
+	}
+	return len(res.Variants[0].Trials)
+}
+
+// failoverWait is the wait variant, or nil.
+func failoverWait(res failover.Result) *failover.Variant {
+	for i := range res.Variants {
+		if res.Variants[i].Name == failover.VariantWait {
+			return &res.Variants[i]
+		}
+	}
+	return nil
+}
+
+// failoverTitle is the report's first line: which failover, how often,
+// which variants.
+func failoverTitle(res failover.Result) string {
+	trials := countNoun(res.Trials, "trial", "trials")
+	if n := failoverMeasured(res); n != res.Trials {
+		trials = fmt.Sprintf("%d of %d trials measured", n, res.Trials)
+	}
+	variants := "without WAIT"
+	if w := failoverWait(res); w != nil {
+		variants = fmt.Sprintf("without WAIT and with WAIT %d", w.WaitReplicas)
+	}
+	return fmt.Sprintf("failover %s of the key's primary: %s, %s", res.Mode, trials, variants)
+}
+
+// failoverParams says which limiter was under test.
+func failoverParams(res failover.Result) string {
+	p := res.Params
+	var s string
+	switch res.Algo {
+	case "token-bucket":
+		s = fmt.Sprintf("token-bucket capacity %d at %s", p.Capacity, p.Rate)
+	case "gcra":
+		s = fmt.Sprintf("gcra rate %s burst %d", p.Rate, p.Burst)
+	default:
+		s = fmt.Sprintf("%s limit %d per %s", res.Algo, p.Limit, msText(float64(p.WindowMs)))
+	}
+	if p.Cost > 1 {
+		s += fmt.Sprintf(", cost %d", p.Cost)
+	}
+	return s
+}
+
+// failoverScope says what was measured and how: the keys, then the rest
+// (failoverSetup).
+func failoverScope(res failover.Result) string {
+	return "keys " + res.KeyPattern + ", " + failoverSetup(res)
+}
+
+// failoverSetup is the limiter, the decisions and the schedule of a trial.
+func failoverSetup(res failover.Result) string {
+	return fmt.Sprintf("%s; %s decisions/s from %s; %s; mode %s; %s before and %s after each failover",
+		failoverParams(res), failoverNum(res.RatePerS), countNoun(res.Clients, "client", "clients"),
+		countNoun(res.Trials, "trial", "trials"), res.Mode, msText(res.BeforeMs), msText(res.AfterMs))
+}
+
+// failoverVariantTitle says how a variant called the limiter.
+func failoverVariantTitle(v failover.Variant) string {
+	if v.Name == failover.VariantWait {
+		return fmt.Sprintf("wait: every call followed by WAIT %d %s (%s within %s); an admission fewer replicas confirmed is refused",
+			v.WaitReplicas, failoverNum(v.WaitTimeoutMs), countNoun(v.WaitReplicas, "replica", "replicas"), msText(v.WaitTimeoutMs))
+	}
+	if v.Name == failover.VariantNoWait {
+		return "no-wait: the script call alone, as the application makes it"
+	}
+	return v.Name
+}
+
+// failoverNum writes a count or a median: 4, 4.5, 0.333.
+func failoverNum(f float64) string {
+	return strconv.FormatFloat(math.Round(f*1000)/1000, 'f', -1, 64)
+}
+
+// failoverCost writes a latency difference in ms with its sign: +0.21, -0.05.
+func failoverCost(ms float64) string {
+	s := failoverNum(ms)
+	if !strings.HasPrefix(s, "-") {
+		s = "+" + s
+	}
+	return s
+}
+
+// failoverErrors lists the classes of error the clients met: "moved 1,
+// unreachable 2", "-" for none.
+func failoverErrors(t failover.Trial) string {
+	parts := make([]string, 0, len(t.Errors))
+	for _, e := range t.Errors {
+		parts = append(parts, fmt.Sprintf("%s %d", e.Class, e.Count))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// failoverOver reports whether a trial's extra admissions exceed --max-extra.
+func failoverOver(res failover.Result, t failover.Trial) bool {
+	return res.MaxExtra != nil && int64(t.ExtraAllowed) > *res.MaxExtra
+}
+
+// failoverTrials is the table of one variant: a row per trial.
+func failoverTrials(res failover.Result, v failover.Variant) table {
+	wait := v.Name == failover.VariantWait
+	t := table{headers: []string{"trial", "primary", "decisions", "allowed"}}
+	if wait {
+		t.headers = append(t.headers, "not durable")
+	}
+	t.headers = append(t.headers, "model", "extra", "lost writes", "unavailable", "p50", "p99", "errors")
+	for i := range t.headers[:len(t.headers)-1] {
+		if i != 1 {
+			t.right = append(t.right, i)
+		}
+	}
+	for _, tr := range v.Trials {
+		extra := textCell(strconv.Itoa(tr.ExtraAllowed))
+		if failoverOver(res, tr) {
+			extra = flagCell(extra.text)
+		}
+		lost := strconv.Itoa(tr.LostWrites)
+		if !tr.LostExact {
+			lost = "~" + lost
+		}
+		row := []cell{
+			textCell(strconv.Itoa(tr.Trial)), textCell(tr.OldPrimary + " -> " + tr.NewPrimary),
+			textCell(strconv.Itoa(tr.Decisions)), textCell(strconv.Itoa(tr.Allowed)),
+		}
+		if wait {
+			row = append(row, textCell(strconv.Itoa(tr.NotDurable)))
+		}
+		row = append(row, textCell(strconv.Itoa(tr.ModelAllowed)), extra, textCell(lost),
+			textCell(Latency(tr.UnavailableMs)), textCell(Latency(tr.P50Ms)), textCell(Latency(tr.P99Ms)), textCell(failoverErrors(tr)))
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+// failoverFootnotes are the lines under a variant's table: what ~ means,
+// if it is used, and the first error the clients met.
+func failoverFootnotes(v failover.Variant) []string {
+	var out []string
+	for _, t := range v.Trials {
+		if !t.LostExact {
+			out = append(out, "~: best fit; no number of lost decisions explains every answer of the new primary")
+			break
+		}
+	}
+	for _, t := range v.Trials {
+		if t.ErrorSample != "" {
+			out = append(out, fmt.Sprintf("first error, trial %d: %s", t.Trial, t.ErrorSample))
+			break
+		}
+	}
+	return out
+}
+
+// failoverSummary is a variant's spread over its trials.
+func failoverSummary(v failover.Variant) string {
+	count := func(s failover.Stats) string {
+		return failoverNum(s.Min) + "/" + failoverNum(s.Median) + "/" + failoverNum(s.Max)
+	}
+	lat := func(s failover.Stats) string {
+		return Latency(s.Min) + "/" + Latency(s.Median) + "/" + Latency(s.Max)
+	}
+	return fmt.Sprintf("%s over %s (min/median/max): extra admissions %s, lost writes %s, unavailable %s, p50 %s, p99 %s",
+		v.Name, countNoun(len(v.Trials), "trial", "trials"), count(v.ExtraAllowed), count(v.LostWrites),
+		lat(v.UnavailableMs), lat(v.P50Ms), lat(v.P99Ms))
+}
+
+// failoverTradeoff is what WAIT bought and cost, or "" without it.
+func failoverTradeoff(res failover.Result) string {
+	t, w := res.Tradeoff, failoverWait(res)
+	if t == nil || w == nil {
+		return ""
+	}
+	return fmt.Sprintf("WAIT %d: lost writes saved %s, extra admissions saved %s, p50 %s ms, p99 %s ms; %s admissions refused as not durable (medians over trials)",
+		w.WaitReplicas, failoverNum(t.LostWritesSaved), failoverNum(t.ExtraAllowedSaved), failoverCost(t.P50CostMs), failoverCost(t.P99CostMs), failoverNum(t.NotDurable))
+}
+
+// failoverChecks is the table of the checks.
+func failoverChecks(res failover.Result) table {
+	t := table{headers: []string{"check", "result", "finding"}}
+	for _, c := range res.Checks {
+		t.rows = append(t.rows, []cell{codeCell(c.ID), checkCell(c), textCell(c.Message)})
+	}
+	return t
+}
+
+// failoverVerdict is the closing line: which checks failed, or none.
+func failoverVerdict(res failover.Result) string {
+	var failed []string
+	skipped := 0
+	for _, c := range res.Checks {
+		switch {
+		case c.Counts() && !c.Pass:
+			failed = append(failed, c.ID)
+		case c.Skipped:
+			skipped++
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Sprintf("%s failed: %s", countNoun(len(failed), "check", "checks"), strings.Join(failed, ", "))
+	}
+	s := fmt.Sprintf("no check failed (%s", countNoun(len(res.Checks), "check", "checks"))
+	if skipped > 0 {
+		s += fmt.Sprintf(", %d report only", skipped)
+	}
+	return s + ")"
+}
+
+// FailoverText writes the report: title, server and scope, a table per
+// variant with its spread and footnotes, the trade-off, the checks, the
+// verdict and the notes.
+func FailoverText(w io.Writer, res failover.Result, o Options) error {
+	st := NewStyles(w, o)
+	var b strings.Builder
+	b.WriteString(st.Title.Render(Printable(failoverTitle(res))) + "\n")
+	b.WriteString(ServerLine(serverOf(res.Header), st))
+	b.WriteString(st.Dim.Render(Printable(failoverScope(res))) + "\n")
+	for _, v := range res.Variants {
+		b.WriteString("\n" + st.Header.Render(Printable(failoverVariantTitle(v))) + "\n")
+		b.WriteString(failoverTrials(res, v).text(st))
+		b.WriteString(Printable(failoverSummary(v)) + "\n")
+		for _, n := range failoverFootnotes(v) {
+			b.WriteString(st.Dim.Render(Printable(n)) + "\n")
+		}
+	}
+	if t := failoverTradeoff(res); t != "" {
+		b.WriteString("\n" + Printable(t) + "\n")
+	}
+	b.WriteString("\n" + failoverChecks(res).text(st))
+	fmt.Fprintf(&b, "\nverdict: %s  %s\n", st.Verdict(res.Pass()), Printable(failoverVerdict(res)))
+	for _, n := range res.Notes {
+		b.WriteString(st.Dim.Render("note: "+Printable(n)) + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func failoverMarkdown(b *strings.Builder, res failover.Result) {
+	fmt.Fprintf(b, "### ratelimit failover: %s\n\n", mdVerdict(res.Pass()))
+	b.WriteString(md(failoverTitle(res)) + "\n\n")
+	mdServer(b, serverOf(res.Header).String())
+	fmt.Fprintf(b, "keys %s, %s\n\n", mdCode(res.KeyPattern), md(failoverSetup(res)))
+	for _, v := range res.Variants {
+		name, rest, _ := strings.Cut(failoverVariantTitle(v), ": ")
+		fmt.Fprintf(b, "**%s**: %s\n\n", md(name), md(rest))
+		failoverTrials(res, v).markdown(b)
+		b.WriteString(md(failoverSummary(v)) + "\n\n")
+		for _, n := range failoverFootnotes(v) {
+			b.WriteString(md(n) + "\n\n")
+		}
+	}
+	if t := failoverTradeoff(res); t != "" {
+		b.WriteString(md(t) + "\n\n")
+	}
+	failoverChecks(res).markdown(b)
+	fmt.Fprintf(b, "Verdict: %s: %s\n", mdVerdict(res.Pass()), md(failoverVerdict(res)))
+	if len(res.Notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range res.Notes {
+			b.WriteString("- note: " + md(n) + "\n")
+		}
+	}
+}
+
+// failoverSuite is one testcase per check; the max-extra checks carry
+// their variant's trials as detail.
+func failoverSuite(res failover.Result) junitSuite {
+	s := junitSuite{Name: "ratelimit failover"}
+	if !res.StartedAt.IsZero() {
+		s.Timestamp = res.StartedAt.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	for _, v := range res.Variants {
+		for _, t := range v.Trials {
+			s.timeS += t.DurationMs / 1000
+		}
+	}
+	for _, c := range res.Checks {
+		var detail strings.Builder
+		name := ""
+		switch c.ID {
+		case failover.CheckMaxExtra:
+			name = failover.VariantNoWait
+		case failover.CheckMaxExtraWait:
+			name = failover.VariantWait
+		}
+		for _, v := range res.Variants {
+			if v.Name != name {
+				continue
+			}
+			for _, t := range v.Trials {
+				fmt.Fprintf(&detail, "trial %d: %s -> %s, %d decisions, allowed %d, model %d, extra %d, lost writes %d, unavailable %s\n",
+					t.Trial, t.OldPrimary, t.NewPrimary, t.Decisions, t.Allowed, t.ModelAllowed, t.ExtraAllowed, t.LostWrites, Latency(t.UnavailableMs))
+			}
+		}
+		if detail.Len() == 0 && !c.Pass {
+			detail.WriteString(c.Message + "\n")
+		}
+		s.Cases = append(s.Cases, checkCase("failover.checks", c.ID, c, c.ID, detail.String()))
+	}
+	return s
+}
+
+func failoverHTML(b *strings.Builder, res failover.Result) {
+	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(failoverTitle(res)))
+	htmlServer(b, serverOf(res.Header).String())
+	fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(failoverScope(res)))
+	htmlVerdict(b, res.Pass(), failoverVerdict(res))
+	for _, v := range res.Variants {
+		fmt.Fprintf(b, "<h3>%s</h3>\n", esc(failoverVariantTitle(v)))
+		failoverTrials(res, v).html(b)
+		fmt.Fprintf(b, "<p>%s</p>\n", esc(failoverSummary(v)))
+		htmlNotes(b, "muted", failoverFootnotes(v))
+	}
+	if t := failoverTradeoff(res); t != "" {
+		fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(t))
+	}
+	b.WriteString("<h3>Checks</h3>\n")
+	failoverChecks(res).html(b)
+	htmlNotes(b, "muted", res.Notes)
+}
