@@ -17,6 +17,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 	"github.com/ratelimit-dev/ratelimit/report"
+	"github.com/ratelimit-dev/ratelimit/sandbox"
 )
 
 // IOStreams are the command's standard streams and whether each is a terminal.
@@ -61,6 +62,10 @@ type Factory struct {
 	// masked) in every document; nil means os.Args. run sets it from the
 	// arguments it is given, so tests record theirs.
 	Args []string
+	// Sandboxes are the sandboxes this process started (tests set it):
+	// their servers count as owned, so the stop and restart faults of
+	// load --fault may signal them.
+	Sandboxes []*sandbox.Sandbox
 
 	// formats are the running command's -o formats (commandFormats),
 	// what Format accepts when called without a list.

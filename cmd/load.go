@@ -10,8 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/fault"
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/report"
 	"github.com/ratelimit-dev/ratelimit/userfile"
 )
 
@@ -39,6 +41,14 @@ type loadOptions struct {
 	Headers429      string
 	AbortOnFail     bool
 	maxFailedSet    bool // --max-failed was given
+
+	Faults        []string
+	FaultRedis    string
+	AllowRemote   bool
+	DuringFault   string
+	RecoverWithin time.Duration
+	FaultKey      string
+	FailoverMode  string
 }
 
 func newLoadCmd(f *Factory, run func(*loadOptions) error) *cobra.Command {
@@ -73,6 +83,31 @@ rps are only judged at the end) and is reported as aborted, exit 1.
 A run that refused nothing and saw no RateLimit header says so: a note,
 and a failure with --expect.
 
+Faults (--fault, repeatable, with --fault-redis URL and --expect): while the
+run goes, faults are played on the Redis behind the target, and only there:
+  pause:3s@10s        CLIENT PAUSE ALL for 3s from 10s (pause-write: WRITE)
+  drop-clients@10s    CLIENT KILL TYPE normal (the tool's own connection spared)
+  flush-scripts@10s   SCRIPT FLUSH: the target meets NOSCRIPT
+  failover@10s        CLUSTER FAILOVER on a replica of --fault-key's primary
+  stop:3s@10s, restart@10s   SIGSTOP/SIGCONT, kill and start again: only for
+                      a server this process started (a sandbox it owns)
+Faults go only to --fault-redis, never to a server inferred from the target, and
+only after one line on stderr says what will be done to which server; a host
+other than loopback (or a sandbox) needs --allow-faults-on-remote, decided from
+the URL before anything is dialled. Each fault is undone when it ends, on
+error and on Ctrl-C. The run needs 1s before the first fault (the baseline) and
+1s after the last. It is cut into windows by the due time of each request:
+before, during each fault (at least 1s) and after it; per window the admitted
+count against the --expect model over the same arrivals, 429s, 5xx, errors and
+the latency from the due time. Each fault is called fail-open (admitted beyond
+the model), stalled (the longest wait grew by 80% of the fault's length),
+fail-closed (refused what the model admits) or unaffected, and its time to
+recover is when a 1s span after it is back within tolerance (admissions, no
+5xx or errors, p99 near the baseline's). --during-fault open|closed|unaffected
+and --recover-within D turn these into checks (exit 1 on a mismatch, naming
+the fault); the whole-run --expect check becomes a warning, fault:baseline
+judges the run before the first fault, and --max-failed is off unless given.
+
 The target is --target, else $RATELIMIT_TARGET.
 Exit codes: 0 pass, 1 a threshold or the verdict failed, 2 bad input, 3 the
 target is unreachable (the connection check before the clock starts fails, or
@@ -103,7 +138,12 @@ as Basic auth and masked in every output and error.`,
   # ten API keys, a POST body, JSON for 'ratelimit report'
   ratelimit load --target https://api.example.test/v1/items -X POST \
     -H 'Content-Type: application/json' --body @item.json \
-    --identities 10 --identity-header X-API-Key --rate 300/m --duration 2m --out run.json`,
+    --identities 10 --identity-header X-API-Key --rate 300/m --duration 2m --out run.json
+
+  # does the service fail open when its Redis stalls for 2s, and recover?
+  ratelimit load --target http://127.0.0.1:8011/hello --rate 100/s --duration 8s \
+    --expect token-bucket:burst=10,rate=5/s --fault pause:2s@3s \
+    --fault-redis redis://127.0.0.1:6390 --during-fault open --recover-within 2s`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.ctx = c.Context()
@@ -147,6 +187,13 @@ as Basic auth and masked in every output and error.`,
 	fl.StringArrayVar(&opts.Thresholds, "threshold", nil, "check METRIC OP VALUE at the end, e.g. 'p99<50ms', 'dropped==0', 'failed<1%' (repeatable; see above)")
 	fl.StringVar(&opts.Headers429, "headers", load.HeadersFail, "broken rate limit headers (Retry-After on 429s, a cacheable 429, r above q, t beyond the window, limited with a 5xx) fail the run (fail), are reported only (warn), or are not checked (off)")
 	fl.BoolVar(&opts.AbortOnFail, "abort-on-fail", false, "stop the run as soon as a threshold can no longer be met (exit 1)")
+	fl.StringArrayVar(&opts.Faults, "fault", nil, "inject a fault into --fault-redis during the run: pause:3s@10s, pause-write:3s@10s, drop-clients@10s, flush-scripts@10s, failover@10s (with --fault-key), stop:3s@10s and restart@10s (servers this process started) (repeatable)")
+	fl.StringVar(&opts.FaultRedis, "fault-redis", "", "the Redis behind the target, where --fault goes (never inferred): loopback or a sandbox, else "+fault.AllowRemoteFlag)
+	fl.BoolVar(&opts.AllowRemote, strings.TrimPrefix(fault.AllowRemoteFlag, "--"), false, "let --fault go to a server that is not on loopback")
+	fl.StringVar(&opts.DuringFault, "during-fault", load.DuringAny, "what the target may do during a fault: open (fail open or unaffected), closed (fail closed or unaffected), unaffected, or any (report only)")
+	fl.DurationVar(&opts.RecoverWithin, "recover-within", 0, "fail unless the target is back within tolerance this long after each fault ends (0: report the time only)")
+	fl.StringVar(&opts.FaultKey, "fault-key", "", "the key whose primary a failover fault fails over (the target's bucket key, e.g. rl:{key:load-RUN-0})")
+	fl.StringVar(&opts.FailoverMode, "failover-mode", string(fault.FailoverForce), "how a failover fault promotes the replica: force, takeover or graceful")
 	fl.StringVar(&opts.Expect, "expect", "", "judge the admitted count: token-bucket:burst=N,rate=R, sliding-window:limit=N,window=D, fixed-window:limit=N,window=D, gcra:rate=R,burst=N, or auto")
 	return c
 }
@@ -160,6 +207,10 @@ func runLoad(opts *loadOptions) error {
 	if err != nil {
 		return err
 	}
+	plan, err := opts.faultPlan(&o)
+	if err != nil {
+		return err
+	}
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -168,6 +219,22 @@ func runLoad(opts *loadOptions) error {
 		return err
 	}
 	defer em.close()
+	if plan != nil {
+		inj, err := fault.New(opts.ctx, plan, fault.Options{
+			URL: opts.FaultRedis, AllowRemote: opts.AllowRemote, Sandboxes: f.Sandboxes,
+			Key: opts.FaultKey, Failover: fault.FailoverMode(opts.FailoverMode), Timeout: f.Global.RedisTimeout,
+		})
+		if err != nil {
+			return err
+		}
+		defer inj.Close()
+		fmt.Fprintln(f.IO.ErrOut, report.Printable(inj.Statement()))
+		o.Faults.Server, o.Faults.Statement = inj.Target().Shown, inj.Statement()
+		o.Faults.Run = func(ctx context.Context, start time.Time) []load.Disruption {
+			outs, _ := inj.Run(ctx, start) // each outcome carries its error
+			return disruptions(outs)
+		}
+	}
 	var stop func()
 	if f.IO.ErrTTY {
 		o.Live = &load.Live{}
@@ -281,4 +348,65 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 		Thresholds: thresholds, AbortOnFail: opts.AbortOnFail, HeaderMode: strings.ToLower(strings.TrimSpace(opts.Headers429)),
 		Now: f.Now,
 	}, nil
+}
+
+// faultPlan reads --fault and its companions into o.Faults (without the
+// injector, made once the run is sure to start) and returns the plan; nil
+// without --fault. Where faults may go is decided here, from the URL,
+// before anything is dialled.
+func (opts *loadOptions) faultPlan(o *load.Options) (fault.Plan, error) {
+	if len(opts.Faults) == 0 {
+		for flag, set := range map[string]bool{
+			"--fault-redis": opts.FaultRedis != "", "--fault-key": opts.FaultKey != "",
+			"--recover-within": opts.RecoverWithin != 0, fault.AllowRemoteFlag: opts.AllowRemote,
+		} {
+			if set {
+				return nil, exitcode.Usagef("%s needs --fault", flag)
+			}
+		}
+		return nil, nil
+	}
+	plan, err := fault.ParsePlan(opts.Faults)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(opts.FaultRedis) == "" {
+		return nil, exitcode.Usagef("--fault needs --fault-redis URL: faults go only to the server you name, never to one inferred from the target")
+	}
+	if _, err := fault.CheckTarget(opts.FaultRedis, opts.AllowRemote, opts.f.Sandboxes); err != nil {
+		return nil, err
+	}
+	if _, err := fault.ParseFailoverMode(opts.FailoverMode); err != nil {
+		return nil, err
+	}
+	if plan.Has(fault.Failover) && strings.TrimSpace(opts.FaultKey) == "" {
+		return nil, exitcode.Usagef("a failover fault needs --fault-key: the key whose primary fails over (the target's bucket key)")
+	}
+	during := strings.ToLower(strings.TrimSpace(opts.DuringFault))
+	fs := &load.Faults{During: during, RecoverWithin: opts.RecoverWithin}
+	for _, s := range plan {
+		fs.Specs = append(fs.Specs, load.PlannedFault{Spec: s.String(), Kind: string(s.Kind), At: s.At, For: s.For})
+	}
+	// a placeholder until the injector exists, so Validate sees a plan
+	fs.Run = func(context.Context, time.Time) []load.Disruption { return nil }
+	o.Faults = fs
+	if !opts.maxFailedSet {
+		// 5xx and errors during a fault are what the fault checks judge
+		o.NoMaxFailed = true
+	}
+	return plan, nil
+}
+
+// disruptions turns the faults as played into what load judges.
+func disruptions(outs []fault.Outcome) []load.Disruption {
+	ds := make([]load.Disruption, 0, len(outs))
+	for _, o := range outs {
+		d := load.Disruption{Spec: o.Spec.String(), Kind: string(o.Spec.Kind), Server: o.Server, Detail: o.Detail,
+			Start: o.Start, End: o.End, Timed: o.Spec.Kind.Timed()}
+		if o.Err != nil {
+			d.Err = o.Err.Error()
+		}
+		ds = append(ds, d)
+	}
+	return ds
 }

@@ -226,6 +226,7 @@ var commandFormats = map[string][]string{
 	"scripts":    {"text", "json", "markdown"},
 	"load":       {"text", "json", "markdown", "junit"},
 	"probe":      {"text", "json", "markdown", "junit", "github"},
+	"failover":   {"text", "json", "markdown", "junit", "github"},
 	"report":     {"text", "json", "markdown", "junit", "github", "html"},
 	"version":    {"text", "json"},
 	"completion": {"text"},
@@ -269,6 +270,7 @@ func addCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newScriptsCmd(f, nil))
 	root.AddCommand(newLoadCmd(f, nil))
 	root.AddCommand(newProbeCmd(f, nil))
+	root.AddCommand(newFailoverCmd(f, nil))
 	root.AddCommand(newReportCmd(f, nil))
 	root.AddCommand(newVersionCmd(f, nil))
 	root.AddCommand(newCompletionCmd(f, nil))

@@ -66,6 +66,7 @@ var formatProbeArgs = map[string][]string{
 	"keyslot":    {"rl:{a}:x"},
 	"load":       {"--duration", "0"},
 	"probe":      {"http://127.0.0.1:1/", "--timeout", "0"},
+	"failover":   {"--trials", "0"},
 	"report":     {},
 	"scripts":    {},
 	"version":    {},

@@ -63,7 +63,9 @@ entry from the right is the client.
 Responses carry RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers).
 A refused request gets 429 with Retry-After, Cache-Control: no-store and
 {"error":"rate_limited","retry_after_ms":N}. When Redis does not answer within
---limiter-timeout, --fail open serves the request and --fail closed answers 503.
+--limiter-timeout, --fail open serves the request and --fail closed answers 503;
+--limiter-timeout 0 waits for Redis as long as it takes (a service that stalls
+with its Redis, as 'load --fault' calls stalled).
 GET /metrics (Prometheus text: allowed, limited, fail_open, fail_closed) is the
 only path exempt from limiting. Ctrl-C shuts down gracefully.
 
@@ -158,8 +160,8 @@ func (opts *serveOptions) config() (serve.Config, error) {
 	if err != nil {
 		return serve.Config{}, err
 	}
-	if opts.LimiterTimeout <= 0 {
-		return serve.Config{}, exitcode.Usagef("--limiter-timeout must be positive, got %s", opts.LimiterTimeout)
+	if opts.LimiterTimeout < 0 {
+		return serve.Config{}, exitcode.Usagef("--limiter-timeout must be positive (or 0: wait for Redis for ever), got %s", opts.LimiterTimeout)
 	}
 	if opts.IdentityHeader == "" {
 		return serve.Config{}, exitcode.Usagef("--identity-header must not be empty (requests without the header are counted by IP anyway)")
@@ -193,7 +195,7 @@ func (opts *serveOptions) config() (serve.Config, error) {
 		},
 		IdentityHeader: opts.IdentityHeader,
 		TrustProxy:     opts.TrustProxy,
-		RedisTimeout:   opts.LimiterTimeout,
+		RedisTimeout:   limiterTimeout(opts.LimiterTimeout),
 		Fail:           fail,
 		KeyPrefix:      opts.KeyPrefix,
 		Break:          brk,
@@ -234,6 +236,21 @@ func runServe(opts *serveOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "serve: BROKEN ON PURPOSE (--break %s): this server is a wrong limiter, for testing that probe and load catch it\n", cfg.Break)
 	}
 	cfg.Client = conn.Client
+	if cfg.RedisTimeout == serve.WaitForever {
+		fmt.Fprintln(f.IO.ErrOut, "serve: --limiter-timeout 0: requests wait for Redis as long as it takes (no deadline, no --fail)")
+		waiting := conn.NewWaitingClient(0)
+		defer func() { _ = waiting.Close() }()
+		cfg.Client = waiting
+	}
 	cfg.Log = f.IO.ErrOut
 	return serve.Run(opts.ctx, cfg, opts.Addr, f.IO.ErrOut)
+}
+
+// limiterTimeout maps --limiter-timeout to the middleware's deadline: 0
+// waits for ever.
+func limiterTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return serve.WaitForever
+	}
+	return d
 }

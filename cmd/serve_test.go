@@ -57,6 +57,9 @@ func TestServeFlags(t *testing.T) {
 			return c.IdentityHeader == "Authorization" && c.TrustProxy == 2 && c.Fail == serve.FailClosed &&
 				c.RedisTimeout == 20*time.Millisecond && c.Delay == 500*time.Millisecond && c.KeyPrefix == "svc"
 		}, "server flags"},
+		{[]string{"--limiter-timeout", "0"}, func(c serve.Config) bool {
+			return c.RedisTimeout == serve.WaitForever
+		}, "--limiter-timeout 0 waits for ever"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -98,7 +101,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "--cost", "11"}, "exceeds --capacity"},
 		{[]string{"serve", "--fail", "maybe"}, "--fail"},
 		{[]string{"serve", "--trust-proxy", "-1"}, "--trust-proxy"},
-		{[]string{"serve", "--limiter-timeout", "0s"}, "--limiter-timeout"},
+		{[]string{"serve", "--limiter-timeout", "-1s"}, "--limiter-timeout"},
 		{[]string{"serve", "--identity-header", "X API Key"}, "--identity-header"},
 		{[]string{"serve", "--identity-header", ""}, "--identity-header"},
 		{[]string{"serve", "--key-prefix", "a{b}"}, "--key-prefix"},

@@ -76,6 +76,7 @@ type document struct {
 	Headers          Headers          `json:"headers"`
 	Thresholds       []Check          `json:"thresholds"`
 	Expect           *Judged          `json:"expect,omitempty"`
+	Faults           *FaultReport     `json:"faults,omitempty"`
 	Checks           []doc.Check      `json:"checks"`
 	Verdict          string           `json:"verdict"` // "pass", "fail" or "interrupted"
 	Notes            []string         `json:"notes,omitempty"`
@@ -110,7 +111,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Failed: r.Failed, FailedPct: r.FailedPct, Errors: r.Errors, Timeline: r.Timeline,
 		LatencyHistogram: r.LatencyHistogram, FromDueHistogram: r.LatencyFromDueHistogram,
 		Latency: r.Latency, LatencyFromDue: r.LatencyFromDue, Lateness: r.Lateness,
-		VUs: r.VUs, Generator: r.Generator, Headers: r.Headers, Thresholds: thresholds, Expect: r.Expect,
+		VUs: r.VUs, Generator: r.Generator, Headers: r.Headers, Thresholds: thresholds, Expect: r.Expect, Faults: r.Faults,
 		Checks: r.CheckList(), Verdict: r.Verdict, Notes: r.Notes,
 	}
 	if d.Status == nil {
@@ -147,7 +148,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		Failed: d.Failed, FailedPct: d.FailedPct, Errors: d.Errors, Timeline: d.Timeline,
 		LatencyHistogram: d.LatencyHistogram, LatencyFromDueHistogram: d.FromDueHistogram,
 		Latency: d.Latency, LatencyFromDue: d.LatencyFromDue, Lateness: d.Lateness,
-		VUs: d.VUs, Generator: d.Generator, Headers: d.Headers, Thresholds: d.Thresholds, Expect: d.Expect,
+		VUs: d.VUs, Generator: d.Generator, Headers: d.Headers, Thresholds: d.Thresholds, Expect: d.Expect, Faults: d.Faults,
 		Verdict: d.Verdict, Notes: d.Notes,
 	}
 	r.Header.StartedAt = time.Time{}
@@ -187,8 +188,18 @@ func (r *Result) CheckList() []doc.Check {
 	out = append(out, gen)
 	out = append(out, r.headerChecks()...)
 	if j := r.Expect; j != nil {
-		out = append(out, doc.Check{ID: CheckExpect, Pass: j.Pass, Message: j.Line()})
+		c := doc.Check{ID: CheckExpect, Pass: j.Pass, Message: j.Line()}
+		if r.Faults != nil {
+			// the faults disturb the whole run's count on purpose; the
+			// fault checks judge it window by window
+			c.Warning = true
+			if !c.Pass {
+				c.Message += " (expected under faults: " + CheckFaultBaseline + " and the " + CheckFaultPfx + "* checks judge the windows)"
+			}
+		}
+		out = append(out, c)
 	}
+	out = append(out, r.faultChecks()...)
 	expectGiven := r.Expect != nil
 	for _, m := range r.VerdictMessages {
 		expectGiven = expectGiven || m == NoLimiterNote

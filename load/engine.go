@@ -53,6 +53,8 @@ type engine struct {
 	abortIdx           int // index in checks of the threshold that stopped the run
 	abortWhy           string
 	cancelRun          context.CancelFunc
+
+	disruptions []Disruption // the faults as played (Options.Faults)
 }
 
 // idleStack holds the idle VUs. It is a stack: the next iteration goes to
@@ -106,7 +108,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	e := &engine{o: o, sched: sched, parent: ctx, record: o.Expect != nil}
+	e := &engine{o: o, sched: sched, parent: ctx, record: o.Expect != nil || o.Faults != nil}
 	for _, s := range o.ExpectStatus {
 		e.expectOK[s] = true
 	}
@@ -244,6 +246,17 @@ func (e *engine) run(ctx context.Context) *Result {
 	e.start = clock.Now()
 	hard := time.AfterFunc(o.Duration+MaxLateness+o.Timeout+time.Second, cancel)
 	defer hard.Stop()
+	// The faults run beside the schedule, on the same origin.
+	var disruptions []Disruption
+	faultsDone := make(chan struct{})
+	if o.Faults != nil {
+		go func() {
+			defer close(faultsDone)
+			disruptions = o.Faults.Run(runCtx, e.start)
+		}()
+	} else {
+		close(faultsDone)
+	}
 
 	var added, maxBusy int64
 	live := e.o.Live
@@ -287,6 +300,11 @@ func (e *engine) run(ctx context.Context) *Result {
 	}
 	wg.Wait()
 	elapsed := time.Since(e.start)
+	// The plan ends before the schedule does (Faults.validate); a fault
+	// still in force now (a failover slower than the run) is cut short,
+	// and undone, by the end of the run's context.
+	cancel()
+	<-faultsDone
 	e.client.close()
 	if live != nil {
 		live.ActiveVUs.Store(0)
@@ -304,6 +322,7 @@ func (e *engine) run(ctx context.Context) *Result {
 		VUs: VUStats{PreAllocated: o.PreAllocatedVUs, Max: o.MaxVUs, Peak: len(vus), Added: added, MaxBusy: maxBusy},
 	}
 	res.NotStarted = planned - sent - res.Dropped
+	e.disruptions = disruptions
 	e.merge(res, vus, lateness)
 	return res
 }

@@ -201,6 +201,7 @@ func shortDur(d time.Duration) string {
 // Arrival is one sent request as the verdict sees it.
 type Arrival struct {
 	Identity int
+	DueNs    int64 // offset of the due time from the start
 	SendNs   int64 // offset of the send from the start
 	DoneNs   int64 // offset of the end of the response (or error)
 	Status   int   // 0: transport error, outcome unknown
@@ -233,6 +234,8 @@ type Judged struct {
 	Readings          []Reading `json:"readings,omitempty"` // auto: each reading of the policy
 	Fits              string    `json:"fits,omitempty"`     // auto: the reading that fits best
 	Note              string    `json:"note,omitempty"`
+
+	params *limiter.Params // the model judged against (the best reading under auto)
 }
 
 // TolParts explain the tolerance: Tolerance = max(Jitter, Shift) + Rounding + Unknown.
@@ -302,6 +305,7 @@ func Judge(x Expectation, in JudgeInput) Judged {
 			j.Description += fmt.Sprintf(" x %d identities", in.Identities)
 		}
 		j.Expected, j.Tolerance, j.Tol = e, tol, parts
+		j.params = &x.Params
 		j.Pass = abs(j.Observed-e) <= tol
 		return j
 	}
@@ -335,6 +339,7 @@ func Judge(x Expectation, in JudgeInput) Judged {
 		j.Readings = append(j.Readings, r)
 		if best < 0 || d < bestDiff {
 			best, bestDiff = i, d
+			j.params = &readings[i]
 			j.Expected, j.Tolerance, j.Tol, j.ExpectedPerSecond = e, tol, parts, perSec
 			j.Description = fmt.Sprintf("RateLimit-Policy q=%d;w=%d read as %s", q, w, r.Description)
 		}

@@ -138,8 +138,10 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 
 	e.generator(res)
 	e.thresholds(res)
-	if o.Expect != nil && !res.Interrupted && !res.Aborted {
+	if e.record {
 		sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].SendNs < arrivals[j].SendNs })
+	}
+	if o.Expect != nil && !res.Interrupted && !res.Aborted {
 		j := Judge(*o.Expect, JudgeInput{
 			Arrivals:   arrivals,
 			Identities: max(o.Identities, 1),
@@ -149,6 +151,9 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 		})
 		res.Expect = &j
 	}
+	if o.Faults != nil {
+		res.Faults = e.judgeFaults(arrivals, h.PolicyValue, res.Latency.P99)
+	}
 	res.Verdict = "pass"
 	for _, c := range res.Thresholds {
 		if !c.Pass {
@@ -156,9 +161,15 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 			res.VerdictMessages = append(res.VerdictMessages, c.Message)
 		}
 	}
-	if res.Expect != nil && !res.Expect.Pass {
+	if res.Expect != nil && !res.Expect.Pass && res.Faults == nil {
 		res.Verdict = "fail"
 		res.VerdictMessages = append(res.VerdictMessages, res.Expect.Line())
+	}
+	for _, c := range res.faultChecks() {
+		if !c.Pass && c.Counts() {
+			res.Verdict = "fail"
+			res.VerdictMessages = append(res.VerdictMessages, c.ID+": "+c.Message)
+		}
 	}
 	if res.Headers.Mode == HeadersFail {
 		for _, c := range res.headerChecks() {

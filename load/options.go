@@ -105,6 +105,11 @@ type Options struct {
 
 	Expect *Expectation // nil: no verdict on the admitted count
 
+	// Faults, when set, are injected into the Redis behind the target
+	// during the run, and each window is judged (fault.go); they need
+	// Expect.
+	Faults *Faults
+
 	// Now is the wall clock, read once for started_at and as the base of the
 	// model replay; default time.Now. Durations use the monotonic clock.
 	Now func() time.Time
@@ -123,7 +128,12 @@ func (o Options) Validate() error {
 		return err
 	}
 	if o.Expect != nil {
-		return o.Expect.validate()
+		if err := o.Expect.validate(); err != nil {
+			return err
+		}
+	}
+	if o.Faults != nil {
+		return o.Faults.validate(o.Duration, o.Expect)
 	}
 	return nil
 }
@@ -224,6 +234,14 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	ceiling, why := int64(MaxPlanned), ""
+	if o.Faults != nil {
+		fc := *o.Faults
+		if fc.During == "" {
+			fc.During = DuringAny
+		}
+		o.Faults = &fc
+		ceiling, why = MaxPlannedExpect, " with --fault (every arrival is kept for the windows)"
+	}
 	if o.Expect != nil {
 		ceiling, why = MaxPlannedExpect, " with --expect (every arrival is kept for the replay)"
 	}

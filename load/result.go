@@ -69,14 +69,16 @@ type Result struct {
 	LatencyHistogram        *Histogram // from send
 	LatencyFromDueHistogram *Histogram // from the due time
 
-	Latency         Latency // from send to the last byte
-	LatencyFromDue  Latency // from the due time (no coordinated omission)
-	Lateness        Latency // from the due time to the send
-	VUs             VUStats
-	Generator       GenStat
-	Headers         Headers
-	Thresholds      []Check
-	Expect          *Judged
+	Latency        Latency // from send to the last byte
+	LatencyFromDue Latency // from the due time (no coordinated omission)
+	Lateness       Latency // from the due time to the send
+	VUs            VUStats
+	Generator      GenStat
+	Headers        Headers
+	Thresholds     []Check
+	Expect         *Judged
+	// Faults is the verdict on the faults injected (--fault); nil without.
+	Faults          *FaultReport
 	Verdict         string // "pass", "fail" or "interrupted"
 	VerdictMessages []string
 	// Notes are what a reader should know that is not a failure, such as

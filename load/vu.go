@@ -155,7 +155,7 @@ func (v *vu) add(j job, send, done time.Duration, status int, kind string) {
 		n := max(len(v.e.reqs), 1)
 		v.arrivals = append(v.arrivals, Arrival{
 			Identity: int(j.i % int64(n)),
-			SendNs:   int64(send), DoneNs: int64(done), Status: status,
+			DueNs:    int64(j.due), SendNs: int64(send), DoneNs: int64(done), Status: status,
 		})
 	}
 }

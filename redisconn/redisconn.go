@@ -624,6 +624,31 @@ func (c *Conn) NewClient(poolSize int) redis.UniversalClient {
 	})
 }
 
+// NewWaitingClient returns a fresh client to the same target whose
+// commands never time out: reads and writes wait as long as the server
+// takes, and a command waits as long as it must for a pooled connection
+// (serve --limiter-timeout 0, a service that blocks on Redis). Dialling
+// keeps the target's timeout, and a command is never retried (a
+// decision must not count twice). The caller closes it.
+func (c *Conn) NewWaitingClient(poolSize int) redis.UniversalClient {
+	ro := *c.single
+	ro.ReadTimeout, ro.WriteTimeout = -1, -1
+	ro.PoolTimeout = 24 * time.Hour
+	ro.MaxRetries = -1
+	if poolSize > 0 {
+		ro.PoolSize, ro.MinIdleConns = poolSize, 0
+	}
+	if !c.cluster {
+		return redis.NewClient(&ro)
+	}
+	return redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: []string{ro.Addr}, Username: ro.Username, Password: ro.Password, TLSConfig: ro.TLSConfig,
+		DialTimeout: ro.DialTimeout, ReadTimeout: -1, WriteTimeout: -1, PoolTimeout: ro.PoolTimeout,
+		PoolSize: ro.PoolSize, Protocol: ro.Protocol, MaxRetries: -1, MaxRedirects: 8,
+		DialerRetries: ro.DialerRetries, ContextTimeoutEnabled: ro.ContextTimeoutEnabled,
+	})
+}
+
 // IsCluster reports whether the client is a cluster client.
 func (c *Conn) IsCluster() bool { return c.cluster }
 

@@ -31,6 +31,7 @@ func TestFormatsAgree(t *testing.T) {
 	probePass.Verdict = "pass"
 	warned := loadPass() // the generator fell behind: a warning, the run still passes
 	warned.Generator.FellBehind, warned.Generator.Reasons = true, []string{"scheduling lateness p99 12.0 ms is above 10ms"}
+	failoverJudged := failoverWith(new(int64(10))) // --max-extra 10: every trial within
 	tests := []struct {
 		name string
 		doc  any
@@ -47,10 +48,15 @@ func TestFormatsAgree(t *testing.T) {
 		{"load pass with a warning", warned, true},
 		{"load fail", fixtureLoad(t), false},
 		{"load interrupted", interrupted, false},
+		{"load with a fault, as allowed", loadFault("open"), true},
+		{"load with a fault, not allowed", loadFault("closed"), false},
 		{"keyslot pass", passingKeyslot, true},
 		{"keyslot fail", ksOfflineResult(t), false},
 		{"probe pass with a warning", probePass, true},
 		{"probe fail", fixtureProbe(), false},
+		{"failover pass, report only", fixtureFailover(), true},
+		{"failover pass, judged", failoverJudged, true},
+		{"failover fail", fixtureFailoverFail(), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

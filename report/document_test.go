@@ -205,12 +205,17 @@ func fixtureKeyslot(t *testing.T) cluster.Result {
 // fixtures are the fixed documents by file name in testdata.
 func fixtures(t *testing.T) map[string]any {
 	return map[string]any{
-		"load.json":     fixtureLoad(t),
-		"race.json":     fixtureRace(),
-		"keyslot.json":  fixtureKeyslot(t),
-		"eval.json":     tokenBucketResult(),
-		"simulate.json": simulateResult(),
-		"probe.json":    fixtureProbe(),
+		"load.json": fixtureLoad(t),
+		// a pause the target failed open through, judged by --during-fault closed
+		"load_fault.json": loadFault("closed"),
+		"race.json":       fixtureRace(),
+		"keyslot.json":    fixtureKeyslot(t),
+		"eval.json":       tokenBucketResult(),
+		"simulate.json":   simulateResult(),
+		"probe.json":      fixtureProbe(),
+		"failover.json":   fixtureFailover(),
+		// the same run judged by --max-extra 5, which one trial exceeds
+		"failover_fail.json": fixtureFailoverFail(),
 		// keys and names with control bytes, for the terminal-safety goldens
 		"hostile_eval.json":    hostileEval(),
 		"hostile_keyslot.json": hostileKeyslot(t),
@@ -299,7 +304,7 @@ var goldenTime = time.Date(2026, 12, 2, 12, 30, 0, 0, time.UTC)
 
 // TestReportGolden renders every fixed document in every format it has.
 func TestReportGolden(t *testing.T) {
-	for _, name := range []string{"load", "race", "keyslot", "eval", "simulate", "probe", "hostile_eval", "hostile_keyslot"} {
+	for _, name := range []string{"load", "load_fault", "race", "keyslot", "eval", "simulate", "probe", "failover", "failover_fail", "hostile_eval", "hostile_keyslot"} {
 		d := readFixture(t, name+".json")
 		for _, format := range Formats(d.Kind) {
 			if format == "json" {
@@ -401,6 +406,8 @@ func TestJUnitParses(t *testing.T) {
 		{"load.json", "ratelimit load", 8, []string{"failed <= 1%"}, 0},
 		// groups 2, scripts 2
 		{"keyslot.json", "ratelimit keyslot", 4, []string{"groups.txt:2: rl:user:7:minute rl:global:minute", "lua/bad.lua"}, 0},
+		// max-extra (its trials as the failure's text), max-extra-wait, cluster-ok, keys-deleted
+		{"failover_fail.json", "ratelimit failover", 4, []string{"max-extra"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -551,7 +558,7 @@ func TestMarkdownEscapes(t *testing.T) {
 	}
 	// Every table row of the rendered documents has as many unescaped
 	// pipes as its header row: no cell breaks out of its column.
-	for _, name := range []string{"race.json", "keyslot.json", "load.json"} {
+	for _, name := range []string{"race.json", "keyslot.json", "load.json", "failover.json"} {
 		var b bytes.Buffer
 		if err := Markdown(&b, readFixture(t, name)); err != nil {
 			t.Fatal(err)

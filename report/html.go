@@ -76,6 +76,8 @@ svg .band-expected { fill: #5b6cd6; fill-opacity: .3; stroke: #1a237e; stroke-op
 svg .ref-limit { stroke: #c0262d; stroke-width: 2; stroke-dasharray: 5 4; }
 svg .dot-allowed { fill: #2e9d55; stroke: #fff; stroke-width: 1; }
 svg .dot-refused { fill: #d64545; stroke: #fff; stroke-width: 1; }
+svg .fault { fill: #c0262d; fill-opacity: .12; stroke: #c0262d; stroke-opacity: .5; stroke-dasharray: 3 3; }
+svg .fault-label { fill: #c0262d; font-size: 11px; font-weight: 600; }
 footer { margin-top: 28px; color: var(--muted); font-size: 12px; }
 `
 

@@ -75,6 +75,10 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 		}
 	}
 	chart.groups = []barGroup{g}
+	chart.shades = loadFaultShades(res.Faults, secs)
+	if len(chart.shades) > 0 {
+		chart.legend = append(chart.legend, legendItem{"fault in force (shaded)", "fault"})
+	}
 	if hasEnv && len(line) == len(g.bars) {
 		chart.line, chart.lineClass = line, "line-expected"
 		chart.legend = append(chart.legend, legendItem{"expected admitted: " + envDesc, "line-expected"})
@@ -207,8 +211,13 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 		loadThresholds(res).html(b)
 	}
 	if j := res.Expect; j != nil {
-		b.WriteString("<h3>Verdict on the admitted count</h3>\n")
-		htmlVerdict(b, j.Pass, j.Line())
+		if res.Faults != nil {
+			b.WriteString("<h3>Admitted count over the whole run</h3>\n")
+			fmt.Fprintf(b, "<p>%s <span class=\"muted\">(a warning under --fault: the faults disturb the whole run on purpose; the windows below are judged)</span></p>\n", esc(j.Line()))
+		} else {
+			b.WriteString("<h3>Verdict on the admitted count</h3>\n")
+			htmlVerdict(b, j.Pass, j.Line())
+		}
 		if j.Description != "" {
 			fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(fmt.Sprintf("tolerance %d = max(jitter %d, shift %d) + rounding %d + unknown %d",
 				j.Tolerance, j.Tol.Jitter, j.Tol.Shift, j.Tol.Rounding, j.Tol.Unknown)))
@@ -227,6 +236,9 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 		if j.Note != "" {
 			fmt.Fprintf(b, "<p>%s</p>\n", esc(j.Note))
 		}
+	}
+	if res.Faults != nil {
+		loadFaultHTML(b, res.Faults)
 	}
 	b.WriteString("<h3>Load generator</h3>\n")
 	if res.Generator.FellBehind {

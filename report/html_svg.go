@@ -95,6 +95,17 @@ type barChart struct {
 	ints   bool
 	width  int
 	height int
+	// shades are spans of the x axis, in bar slots (0 is the first
+	// bar's left edge), drawn behind the bars with their label: the
+	// fault windows of a load run. One group only.
+	shades []shade
+}
+
+// shade is one shaded span of a bar chart.
+type shade struct {
+	from, to float64 // bar slots
+	label    string
+	title    string
 }
 
 // niceCeil returns a round upper bound for v and a tick step (1, 2 or 5
@@ -300,6 +311,16 @@ func (c barChart) svg() string {
 	barW := slot * 0.8
 	if slot < 4 {
 		barW = slot
+	}
+	if len(c.groups) == 1 {
+		for _, sh := range c.shades {
+			x0, x1 := left+max(sh.from, 0)*slot, left+min(sh.to, float64(n))*slot
+			if x1 <= x0 {
+				x1 = x0 + 2
+			}
+			fmt.Fprintf(&b, `<g><title>%s</title><rect class="fault" x="%s" y="%s" width="%s" height="%s"/>`, esc(sh.title), num(x0), num(plotTop), num(x1-x0), num(bottom-plotTop))
+			fmt.Fprintf(&b, `<text class="fault-label" x="%s" y="%s">%s</text></g>`+"\n", num(x0+3), num(plotTop+12), esc(sh.label))
+		}
 	}
 	x := left
 	lastLabel := math.Inf(-1)

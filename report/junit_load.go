@@ -72,6 +72,21 @@ func loadSuite(res *load.Result) junitSuite {
 		s.Cases = append(s.Cases, c)
 	}
 
+	for _, ch := range checks {
+		if !strings.HasPrefix(ch.ID, load.CheckFaultPfx) && !strings.HasPrefix(ch.ID, load.CheckRecoverPfx) {
+			continue
+		}
+		detail := ch.Message + "\n"
+		if fr := res.Faults; fr != nil && ch.ID == load.CheckFaultBaseline {
+			detail += loadFaultScope(fr) + "\n"
+		}
+		c := checkCase("load.faults", ch.ID, ch, "fault", detail)
+		if ch.Pass {
+			c.SystemOut = detail
+		}
+		s.Cases = append(s.Cases, c)
+	}
+
 	if j := res.Expect; j != nil {
 		name := "admitted count"
 		if j.Description != "" {

@@ -48,13 +48,21 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 	b.WriteString(loadHeadersTable(res.Headers, res.RateLimited, st))
 	b.WriteString("\n")
 
-	b.WriteString(loadThresholds(res).text(st))
+	if len(res.Thresholds) > 0 {
+		b.WriteString(loadThresholds(res).text(st))
+	} else {
+		b.WriteString(st.Dim.Render("no thresholds") + "\n")
+	}
 	if loadHasLatencyCheck(res) {
 		b.WriteString(st.Dim.Render("latency thresholds are judged on the latency from the due time") + "\n")
 	}
 
 	if j := res.Expect; j != nil {
-		b.WriteString("\n" + st.Header.Render("verdict on the admitted count") + "\n")
+		title := "verdict on the admitted count"
+		if res.Faults != nil {
+			title += " (over the whole run: a warning under --fault)"
+		}
+		b.WriteString("\n" + st.Header.Render(title) + "\n")
 		fmt.Fprintf(&b, "  %s\n", Printable(j.Line()))
 		if j.Description != "" {
 			fmt.Fprintf(&b, "  %s\n", st.Dim.Render(fmt.Sprintf("tolerance %d = max(jitter %d, shift %d) + rounding %d + unknown %d",
@@ -70,6 +78,10 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 		if j.Note != "" && j.Description != "" {
 			fmt.Fprintf(&b, "  %s\n", Printable(j.Note))
 		}
+	}
+
+	if res.Faults != nil {
+		loadFaultText(&b, res.Faults, st)
 	}
 
 	b.WriteString("\n")
@@ -332,6 +344,10 @@ func loadTimelineTable(res *load.Result, st Styles) string {
 	sort.Strings(keys) // "error" sorts after the numeric codes
 	step := (len(res.Timeline) + loadMaxTimelineRows - 1) / loadMaxTimelineRows
 	headers := append([]string{"second"}, printables(keys)...)
+	marks := loadFaultMarks(res)
+	if marks != nil {
+		headers = append(headers, "fault")
+	}
 	var rows [][]string
 	for i := 0; i < len(res.Timeline); i += step {
 		end := min(i+step, len(res.Timeline))
@@ -346,6 +362,9 @@ func loadTimelineTable(res *load.Result, st Styles) string {
 				n += s.Status[k]
 			}
 			row = append(row, strconv.FormatInt(n, 10))
+		}
+		if marks != nil {
+			row = append(row, Printable(marks(float64(i), float64(end))))
 		}
 		rows = append(rows, row)
 	}

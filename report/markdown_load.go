@@ -124,7 +124,15 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 	}
 
 	if j := res.Expect; j != nil {
-		fmt.Fprintf(b, "Verdict on the admitted count: %s %s\n\n", mdVerdict(j.Pass), md(j.Line()))
+		under := ""
+		if res.Faults != nil {
+			under = " (over the whole run: a warning under `--fault`)"
+		}
+		word := mdVerdict(j.Pass)
+		if res.Faults != nil && !j.Pass {
+			word = "**WARN**"
+		}
+		fmt.Fprintf(b, "Verdict on the admitted count%s: %s %s\n\n", under, word, md(j.Line()))
 		if len(j.Readings) > 0 {
 			var rrows [][]string
 			for _, r := range j.Readings {
@@ -139,6 +147,9 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 		if j.Note != "" {
 			b.WriteString("note: " + md(j.Note) + "\n\n")
 		}
+	}
+	if res.Faults != nil {
+		loadFaultMarkdown(b, res.Faults)
 	}
 	if res.Generator.FellBehind {
 		b.WriteString("**The generator fell behind** (the load generator's limit, not the target's):\n\n")

@@ -95,7 +95,7 @@ func isSep(c byte) bool {
 }
 
 func redactWord(w string) string {
-	if at := strings.LastIndexByte(w, '@'); at > 0 {
+	if at := strings.LastIndexByte(w, '@'); at > 0 && !faultSpec(w) {
 		head, tail := w[:at], w[at:]
 		prefix := ""
 		// keep a scheme and its slashes: "redis://", "redis:/", "http://"
@@ -170,4 +170,47 @@ func redactParams(w string) string {
 		i = eq + 1
 	}
 	return b.String()
+}
+
+// faultKinds are the fault kinds of load --fault (package fault): a word
+// such as "pause:2s@3s" or "drop-clients@10s" is the toolkit's own fault
+// spec, not a "user:password@host".
+var faultKinds = []string{"pause", "pause-write", "stop", "drop-clients", "flush-scripts", "failover", "restart"}
+
+// faultSpec reports whether w is a fault spec, KIND[:DURATION]@OFFSET,
+// perhaps behind a check id prefix ("fault:", "recover:") and before one
+// punctuation mark. Durations are a digit followed by digits, '.', and
+// the letters of Go duration units, so no password of other characters
+// passes for one.
+func faultSpec(w string) bool {
+	w = strings.TrimRight(w, ":;,.)")
+	for _, p := range []string{"fault:", "recover:", "("} {
+		w = strings.TrimPrefix(w, p)
+	}
+	head, offset, ok := strings.Cut(w, "@")
+	if !ok || !durationText(offset) {
+		return false
+	}
+	kind, d, timed := strings.Cut(head, ":")
+	if timed && !durationText(d) {
+		return false
+	}
+	for _, k := range faultKinds {
+		if kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+func durationText(s string) bool {
+	if s == "" || s[0] < '0' || s[0] > '9' || len(s) > 24 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c == '.' || strings.ContainsRune("hmsuµn", c)) {
+			return false
+		}
+	}
+	return true
 }

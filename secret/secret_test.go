@@ -21,6 +21,12 @@ func TestRedact(t *testing.T) {
 		{"--redis=redis://:pw2@h/0?password=pw3", "--redis=redis://:xxxxx@h/0?password=xxxxx"}, // a flag=value holding a URL
 		{"--target=http://h/x?a=1&token=t", "--target=http://h/x?a=1&token=xxxxx"},
 		{"a=b=c", "a=b=c"},
+		// the toolkit's own fault specs are not userinfo; lookalikes are
+		{"load: fault:pause:2s@3s: pause:2s@3s at 3.00s-5.04s", "load: fault:pause:2s@3s: pause:2s@3s at 3.00s-5.04s"},
+		{"recover:drop-clients@3500ms; restart@2s, flush-scripts@1m30s.", "recover:drop-clients@3500ms; restart@2s, flush-scripts@1m30s."},
+		{"pause:S3cr3t@3s", "pause:xxxxx@3s"},
+		{"admin:2s@db.internal", "admin:xxxxx@db.internal"},
+		{"pause:2s@db.internal", "pause:xxxxx@db.internal"},
 		{"", ""},
 	}
 	for _, tt := range tests {

@@ -45,8 +45,13 @@ func ParseFailMode(s string) (FailMode, error) {
 const (
 	DefaultIdentityHeader = "X-API-Key"
 	DefaultRedisTimeout   = 50 * time.Millisecond
-	DefaultKeyPrefix      = "rl"
-	DefaultPolicyName     = "default"
+	// WaitForever as RedisTimeout makes the middleware wait for Redis as
+	// long as it takes (serve --limiter-timeout 0): a service that stalls
+	// when Redis does, for load --fault to recognise. Its client must
+	// not time out either (redisconn.Conn.NewWaitingClient).
+	WaitForever       time.Duration = -1
+	DefaultKeyPrefix                = "rl"
+	DefaultPolicyName               = "default"
 	// FailRetryAfter is the Retry-After of a 503 when failing closed.
 	FailRetryAfter = time.Second
 
@@ -180,8 +185,8 @@ func (c Config) validate() error {
 	if c.TrustProxy < 0 {
 		return exitcode.Usagef("--trust-proxy %d must be 0 (ignore X-Forwarded-For) or the number of proxies in front", c.TrustProxy)
 	}
-	if c.RedisTimeout < 0 {
-		return exitcode.Usagef("--limiter-timeout %s must be positive", c.RedisTimeout)
+	if c.RedisTimeout < 0 && c.RedisTimeout != WaitForever {
+		return exitcode.Usagef("--limiter-timeout %s must be positive (or 0: wait for ever)", c.RedisTimeout)
 	}
 	if c.Fail != FailOpen && c.Fail != FailClosed {
 		return exitcode.Usagef("--fail %q: use open (serve requests when Redis is in trouble) or closed (refuse them with 503)", c.Fail)
@@ -413,6 +418,9 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 // request stops waiting at the deadline either way; the abandoned call ends
 // when the client gives up and its answer is dropped.
 func (m *Middleware) decide(ctx context.Context, key string) (limiter.Decision, error) {
+	if m.cfg.RedisTimeout == WaitForever {
+		return m.limiter.Allow(ctx, m.cfg.Client, key, 0)
+	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.RedisTimeout)
 	defer cancel()
 	type result struct {

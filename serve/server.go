@@ -193,8 +193,12 @@ func (m *Middleware) Describe() string {
 	} else if c.TrustProxy > 1 {
 		xff = fmt.Sprintf("X-Forwarded-For trusted from %d proxies", c.TrustProxy)
 	}
-	s := fmt.Sprintf("%s (RateLimit-Policy %s); identity %s, else the client IP (%s); Redis deadline %s, then fail %s; %s exempt",
-		DescribeParams(m.limiter.Params()), m.policyValue, c.IdentityHeader, xff, c.RedisTimeout, c.Fail, MetricsPath)
+	deadline := fmt.Sprintf("Redis deadline %s, then fail %s", c.RedisTimeout, c.Fail)
+	if c.RedisTimeout == WaitForever {
+		deadline = "no Redis deadline (requests wait as long as Redis takes)"
+	}
+	s := fmt.Sprintf("%s (RateLimit-Policy %s); identity %s, else the client IP (%s); %s; %s exempt",
+		DescribeParams(m.limiter.Params()), m.policyValue, c.IdentityHeader, xff, deadline, MetricsPath)
 	if c.Delay > 0 {
 		s += fmt.Sprintf("; %s delayed %s", HelloPath, c.Delay)
 	}
