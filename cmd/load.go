@@ -88,7 +88,9 @@ run goes, faults are played on the Redis behind the target, and only there:
   pause:3s@10s        CLIENT PAUSE ALL for 3s from 10s (pause-write: WRITE)
   drop-clients@10s    CLIENT KILL TYPE normal (the tool's own connection spared)
   flush-scripts@10s   SCRIPT FLUSH: the target meets NOSCRIPT
-  failover@10s        CLUSTER FAILOVER on a replica of --fault-key's primary
+  failover@10s        CLUSTER FAILOVER on a replica of --fault-key's primary;
+                      on a standalone primary with a replica: REPLICAOF NO ONE
+                      on the replica, then the primary becomes its replica
   stop:3s@10s, restart@10s   SIGSTOP/SIGCONT, kill and start again: only for
                       a server this process started (a sandbox it owns)
 Faults go only to --fault-redis, never to a server inferred from the target, and
@@ -187,12 +189,12 @@ as Basic auth and masked in every output and error.`,
 	fl.StringArrayVar(&opts.Thresholds, "threshold", nil, "check METRIC OP VALUE at the end, e.g. 'p99<50ms', 'dropped==0', 'failed<1%' (repeatable; see above)")
 	fl.StringVar(&opts.Headers429, "headers", load.HeadersFail, "broken rate limit headers (Retry-After on 429s, a cacheable 429, r above q, t beyond the window, limited with a 5xx) fail the run (fail), are reported only (warn), or are not checked (off)")
 	fl.BoolVar(&opts.AbortOnFail, "abort-on-fail", false, "stop the run as soon as a threshold can no longer be met (exit 1)")
-	fl.StringArrayVar(&opts.Faults, "fault", nil, "inject a fault into --fault-redis during the run: pause:3s@10s, pause-write:3s@10s, drop-clients@10s, flush-scripts@10s, failover@10s (with --fault-key), stop:3s@10s and restart@10s (servers this process started) (repeatable)")
+	fl.StringArrayVar(&opts.Faults, "fault", nil, "inject a fault into --fault-redis during the run: pause:3s@10s, pause-write:3s@10s, drop-clients@10s, flush-scripts@10s, failover@10s (a cluster: of --fault-key's primary; a standalone primary: its replica), stop:3s@10s and restart@10s (servers this process started) (repeatable)")
 	fl.StringVar(&opts.FaultRedis, "fault-redis", "", "the Redis behind the target, where --fault goes (never inferred): loopback or a sandbox, else "+fault.AllowRemoteFlag)
 	fl.BoolVar(&opts.AllowRemote, strings.TrimPrefix(fault.AllowRemoteFlag, "--"), false, "let --fault go to a server that is not on loopback")
 	fl.StringVar(&opts.DuringFault, "during-fault", load.DuringAny, "what the target may do during a fault: open (fail open or unaffected), closed (fail closed or unaffected), unaffected, or any (report only)")
 	fl.DurationVar(&opts.RecoverWithin, "recover-within", 0, "fail unless the target is back within tolerance this long after each fault ends (0: report the time only)")
-	fl.StringVar(&opts.FaultKey, "fault-key", "", "the key whose primary a failover fault fails over (the target's bucket key, e.g. rl:{key:load-RUN-0})")
+	fl.StringVar(&opts.FaultKey, "fault-key", "", "on a cluster, the key whose primary a failover fault fails over (the target's bucket key, e.g. rl:{ip:127.0.0.1}:token-bucket)")
 	fl.StringVar(&opts.FailoverMode, "failover-mode", string(fault.FailoverForce), "how a failover fault promotes the replica: force, takeover or graceful")
 	fl.StringVar(&opts.Expect, "expect", "", "judge the admitted count: token-bucket:burst=N,rate=R, sliding-window:limit=N,window=D, fixed-window:limit=N,window=D, gcra:rate=R,burst=N, or auto")
 	return c
@@ -378,9 +380,6 @@ func (opts *loadOptions) faultPlan(o *load.Options) (fault.Plan, error) {
 	}
 	if _, err := fault.ParseFailoverMode(opts.FailoverMode); err != nil {
 		return nil, err
-	}
-	if plan.Has(fault.Failover) && strings.TrimSpace(opts.FaultKey) == "" {
-		return nil, exitcode.Usagef("a failover fault needs --fault-key: the key whose primary fails over (the target's bucket key)")
 	}
 	during := strings.ToLower(strings.TrimSpace(opts.DuringFault))
 	fs := &load.Faults{During: during, RecoverWithin: opts.RecoverWithin}

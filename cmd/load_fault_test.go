@@ -305,7 +305,6 @@ func TestLoadFaultRefusals(t *testing.T) {
 		{[]string{"--fault", "pause:1s@2s", "--fault-redis", "redis://127.0.0.1:1", "--during-fault", "sometimes"}, "--during-fault"},
 		{[]string{"--fault", "pause:1s@0s", "--fault-redis", "redis://127.0.0.1:1"}, "baseline"},
 		{[]string{"--fault", "pause:9s@2s", "--fault-redis", "redis://127.0.0.1:1"}, "too late"},
-		{[]string{"--fault", "failover@2s", "--fault-redis", "redis://127.0.0.1:1"}, "--fault-key"},
 		{[]string{"--fault", "explode@2s", "--fault-redis", "redis://127.0.0.1:1"}, "invalid fault"},
 	} {
 		tf := newTestFactory(t)
@@ -321,4 +320,45 @@ func TestLoadFaultRefusals(t *testing.T) {
 	if code != exitcode.Usage || !strings.Contains(tf.ErrOut.String(), "--expect") {
 		t.Errorf("--fault without --expect = %d %q", code, tf.ErrOut.String())
 	}
+}
+
+// TestLoadFaultStandaloneFailover: a failover of a standalone pair (the
+// test's two servers, the second a replica of the first) leaves serve's
+// server a read-only replica: its writes meet READONLY, so serve --fail
+// open fails open until the run ends.
+func TestLoadFaultStandaloneFailover(t *testing.T) {
+	r := startFaultRig(t, serve.FailOpen, 50*time.Millisecond)
+	replica, err := sandbox.Start(context.Background(), sandbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = replica.Stop() })
+	rc := redis.NewClient(&redis.Options{Addr: replica.Addrs[0], MaxRetries: -1})
+	defer rc.Close()
+	host, port, _ := strings.Cut(r.sb.Addrs[0], ":")
+	if err := rc.Do(context.Background(), "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		info, _ := rc.Info(context.Background(), "replication").Result()
+		if strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica did not sync: %s", info)
+		}
+	}
+	tf := newTestFactory(t)
+	code, res := loadFault(t, tf, r, "--duration", "6s", "--fault", "failover@2s", "--during-fault", "open")
+	if code != exitcode.OK {
+		t.Fatalf("load = %d\n%s\n%s", code, tf.Out.String(), tf.ErrOut.String())
+	}
+	f := faultOf(t, res)
+	if f.Behaviour != load.FailOpen || !strings.Contains(f.Detail, "promoted") {
+		t.Errorf("%s (%s)", f.Line, f.Detail)
+	}
+	if f.Recovered {
+		t.Errorf("recovered, but serve's server stays a replica: %s", f.Line)
+	}
+	t.Log(f.Line)
 }

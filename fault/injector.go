@@ -137,6 +137,9 @@ type Injector struct {
 	runDone chan struct{} // closed when the running Run returns; nil when none runs
 	active  *activeFault
 	nodes   map[string]*redis.Client // replicas a failover talked to
+	// standalone: the failover target is a standalone primary with a
+	// replica (promoted with REPLICAOF, standalone.go), not a cluster.
+	standalone bool
 
 	undoMu sync.Mutex // one undo at a time, so Close waits for Run's
 }
@@ -169,9 +172,7 @@ func New(ctx context.Context, plan Plan, opts Options) (*Injector, error) {
 			return nil, exitcode.Usagef("fault %s signals the server's process, so it needs a server this process started with sandbox; %s is not one (use pause instead of stop, drop-clients instead of restart)", s, t.Shown)
 		}
 	}
-	if plan.Has(Failover) && opts.Key == "" {
-		return nil, exitcode.Usagef("a failover fault needs the key whose primary fails over")
-	}
+
 	in := &Injector{plan: plan, opts: opts, target: t, clock: opts.Clock, timeout: opts.Timeout, nodes: map[string]*redis.Client{}}
 	if in.clock == nil {
 		in.clock = RealClock()
@@ -191,9 +192,16 @@ func New(ctx context.Context, plan Plan, opts Options) (*Injector, error) {
 			_ = in.ctl.Close()
 			return nil, redisconn.Wrap("INFO cluster on "+t.Shown, err)
 		}
-		if !strings.Contains(info, "cluster_enabled:1") {
+		in.standalone = !strings.Contains(info, "cluster_enabled:1")
+		switch {
+		case !in.standalone && opts.Key == "":
 			_ = in.ctl.Close()
-			return nil, exitcode.Usagef("a failover fault needs a cluster with replicas; %s is a standalone server (promoting a standalone replica with REPLICAOF is not supported): point --fault-redis at a cluster node, e.g. of 'ratelimit sandbox --cluster --replicas 1'", t.Shown)
+			return nil, exitcode.Usagef("a failover fault on a cluster needs the key whose primary fails over")
+		case in.standalone:
+			if err := in.checkPair(ctx); err != nil {
+				_ = in.ctl.Close()
+				return nil, err
+			}
 		}
 	}
 	in.closing, in.close = context.WithCancel(context.Background())
@@ -251,6 +259,13 @@ func (in *Injector) what(s Spec) string {
 	case FlushScripts:
 		return "empties the script cache (SCRIPT FLUSH)"
 	case Failover:
+		if in.standalone {
+			which := "its replica"
+			if in.opts.Replica != "" {
+				which = "replica " + in.opts.Replica
+			}
+			return fmt.Sprintf("promotes %s (REPLICAOF NO ONE once in sync) and makes this server its replica (REPLICAOF), as a Sentinel failover does: clients still on this server get READONLY, and writes the replica has not received are lost", which)
+		}
 		cmd := make([]string, 0, 3)
 		for _, a := range in.opts.Failover.args() {
 			cmd = append(cmd, a.(string))
@@ -418,6 +433,9 @@ func (in *Injector) inject(ctx context.Context, s Spec) (Outcome, error) {
 		o.Detail = fmt.Sprintf("pid %d killed, pid %d answers", old, n.PID())
 		return o, err
 	case Failover:
+		if in.standalone {
+			return in.pairFailover(ctx, o)
+		}
 		return in.failover(ctx, o)
 	}
 	return o, exitcode.Internalf("fault kind %q has no injector", s.Kind)

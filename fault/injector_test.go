@@ -2,6 +2,7 @@ package fault
 
 import (
 	"context"
+	"net"
 	"errors"
 	"strings"
 	"sync"
@@ -444,16 +445,69 @@ func TestFailoverOnCluster(t *testing.T) {
 
 // TestFailoverNeedsACluster: on a standalone server the failover fault is
 // exit 2, said after connecting.
-func TestFailoverNeedsACluster(t *testing.T) {
+// TestFailoverStandaloneNeedsAReplica: a standalone primary without a
+// replica has nothing to promote (exit 2, before anything is changed).
+func TestFailoverStandaloneNeedsAReplica(t *testing.T) {
 	sb := startSandbox(t, sandbox.Config{})
 	plan, err := ParsePlan([]string{"failover@0s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = New(context.Background(), plan, Options{URL: sb.URL, Key: "k"})
-	if err == nil || exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "needs a cluster") {
-		t.Errorf("New(failover on standalone) error = %v, want exit 2 saying it needs a cluster", err)
+	_, err = New(context.Background(), plan, Options{URL: sb.URL})
+	if err == nil || exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "without one") {
+		t.Errorf("New(failover on a lone standalone) error = %v, want exit 2 saying it has no replica", err)
 	}
+}
+
+// TestFailoverStandalonePair: on a primary with a replica (two servers of
+// the test's own), the replica is promoted and the old primary made its
+// replica: a write to the old primary then meets READONLY, and the
+// promoted server has the data written before.
+func TestFailoverStandalonePair(t *testing.T) {
+	primary := startSandbox(t, sandbox.Config{})
+	replica := startSandbox(t, sandbox.Config{})
+	pc, rc := nodeClient(t, primary.Addrs[0]), nodeClient(t, replica.Addrs[0])
+	ctx := context.Background()
+	host, port, _ := net.SplitHostPort(primary.Addrs[0])
+	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Set(ctx, "fault:{pair}:before", "1", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	in := newInjector(t, []string{"failover@0s"}, Options{URL: primary.URL})
+	if !strings.Contains(in.Statement(), "REPLICAOF NO ONE") {
+		t.Errorf("statement %q does not say what will be done", in.Statement())
+	}
+	out, err := in.Run(ctx, time.Now())
+	if err != nil {
+		t.Fatalf("Run: %v (%+v)", err, out)
+	}
+	if len(out) != 1 || out[0].NewPrimary != replica.Addrs[0] || out[0].OldPrimary != primary.Addrs[0] || out[0].Start.IsZero() {
+		t.Fatalf("outcome %+v", out)
+	}
+	if role := roleOf(t, rc); role != "master" {
+		t.Errorf("the replica is a %s after the failover", role)
+	}
+	if role := roleOf(t, pc); role != "slave" {
+		t.Errorf("the old primary is a %s after the failover", role)
+	}
+	if err := pc.Set(ctx, "fault:{pair}:after", "1", time.Minute).Err(); err == nil || !strings.Contains(err.Error(), "READONLY") {
+		t.Errorf("a write to the old primary = %v, want READONLY", err)
+	}
+	if v, err := rc.Get(ctx, "fault:{pair}:before").Result(); err != nil || v != "1" {
+		t.Errorf("the promoted replica lost the write made before: %q %v", v, err)
+	}
+	rc.Del(ctx, "fault:{pair}:before")
+}
+
+func roleOf(t *testing.T, c *redis.Client) string {
+	t.Helper()
+	m, err := replication(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m["role"]
 }
 
 // panicClock panics in the Sleep that holds a timed fault: Run's own

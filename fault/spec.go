@@ -37,7 +37,9 @@ const (
 	// EVALSHA of every client meets NOSCRIPT.
 	FlushScripts Kind = "flush-scripts"
 	// Failover promotes a replica of the primary holding Options.Key
-	// (CLUSTER FAILOVER on that replica).
+	// (CLUSTER FAILOVER on that replica); on a standalone primary with a
+	// replica, REPLICAOF NO ONE on the replica, then the primary is made
+	// its replica (standalone.go).
 	Failover Kind = "failover"
 	// Stop freezes the server's process (SIGSTOP, then SIGCONT): only for
 	// a server this process started with package sandbox.
