@@ -2,8 +2,8 @@ package fault
 
 import (
 	"context"
-	"net"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"syscall"
