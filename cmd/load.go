@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +42,10 @@ type loadOptions struct {
 	Headers429      string
 	AbortOnFail     bool
 	maxFailedSet    bool // --max-failed was given
+
+	Segment  string
+	Segments int
+	StartAt  string
 
 	Faults        []string
 	FaultRedis    string
@@ -189,6 +194,9 @@ as Basic auth and masked in every output and error.`,
 	fl.StringArrayVar(&opts.Thresholds, "threshold", nil, "check METRIC OP VALUE at the end, e.g. 'p99<50ms', 'dropped==0', 'failed<1%' (repeatable; see above)")
 	fl.StringVar(&opts.Headers429, "headers", load.HeadersFail, "broken rate limit headers (Retry-After on 429s, a cacheable 429, r above q, t beyond the window, limited with a 5xx) fail the run (fail), are reported only (warn), or are not checked (off)")
 	fl.BoolVar(&opts.AbortOnFail, "abort-on-fail", false, "stop the run as soon as a threshold can no longer be met (exit 1)")
+	fl.StringVar(&opts.Segment, "segment", "", "run only execution segment I/N of the plan (I from 0), or k8s: I from $JOB_COMPLETION_INDEX and N from --segments or $RATELIMIT_SEGMENTS; merge the documents with 'ratelimit report merge'")
+	fl.IntVar(&opts.Segments, "segments", 0, "N for --segment k8s (default $RATELIMIT_SEGMENTS)")
+	fl.StringVar(&opts.StartAt, "start-at", "", "start the clock at this wall-clock instant: RFC 3339 (2026-12-03T15:00:00Z, for segments on several machines) or +D (D from now, e.g. +10s)")
 	fl.StringArrayVar(&opts.Faults, "fault", nil, "inject a fault into --fault-redis during the run: pause:3s@10s, pause-write:3s@10s, drop-clients@10s, flush-scripts@10s, failover@10s (a cluster: of --fault-key's primary; a standalone primary: its replica), stop:3s@10s and restart@10s (servers this process started) (repeatable)")
 	fl.StringVar(&opts.FaultRedis, "fault-redis", "", "the Redis behind the target, where --fault goes (never inferred): loopback or a sandbox, else "+fault.AllowRemoteFlag)
 	fl.BoolVar(&opts.AllowRemote, strings.TrimPrefix(fault.AllowRemoteFlag, "--"), false, "let --fault go to a server that is not on loopback")
@@ -341,7 +349,16 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 	if opts.Identities > 0 && strings.TrimSpace(opts.IdentityHeader) == "" {
 		return load.Options{}, exitcode.Usagef("--identity-header is empty; name the header that carries the API key")
 	}
+	seg, err := opts.segment()
+	if err != nil {
+		return load.Options{}, err
+	}
+	startAt, err := parseStartAt(opts.StartAt, f.Now())
+	if err != nil {
+		return load.Options{}, err
+	}
 	return load.Options{
+		Segment: seg, StartAt: startAt,
 		Target: target, Method: strings.ToUpper(opts.Method), Headers: headers, Body: body,
 		Rate: opts.Rate, Duration: opts.Duration,
 		PreAllocatedVUs: opts.PreAllocatedVUs, MaxVUs: opts.MaxVUs, Timeout: opts.Timeout, HTTPClient: opts.HTTPClient,
@@ -408,4 +425,62 @@ func disruptions(outs []fault.Outcome) []load.Disruption {
 		ds = append(ds, d)
 	}
 	return ds
+}
+
+// segment reads --segment I/N, or k8s with the index from
+// JOB_COMPLETION_INDEX (an Indexed Job) and N from --segments or
+// RATELIMIT_SEGMENTS.
+func (opts *loadOptions) segment() (load.Segment, error) {
+	raw := strings.TrimSpace(opts.Segment)
+	if raw == "" {
+		if opts.Segments != 0 {
+			return load.Segment{}, exitcode.Usagef("--segments needs --segment k8s")
+		}
+		return load.Segment{}, nil
+	}
+	if strings.EqualFold(raw, "k8s") {
+		env := opts.f.Getenv("JOB_COMPLETION_INDEX")
+		i, err := strconv.Atoi(strings.TrimSpace(env))
+		if err != nil {
+			return load.Segment{}, exitcode.Usagef("--segment k8s: JOB_COMPLETION_INDEX is %q, not an index (run it in an Indexed Job, completionMode: Indexed)", env)
+		}
+		n := opts.Segments
+		if n == 0 {
+			ns := opts.f.Getenv("RATELIMIT_SEGMENTS")
+			if n, err = strconv.Atoi(strings.TrimSpace(ns)); err != nil {
+				return load.Segment{}, exitcode.Usagef("--segment k8s needs the number of segments: --segments N or RATELIMIT_SEGMENTS (it is %q)", ns)
+			}
+		}
+		return load.Segment{Index: i, Count: n}, nil
+	}
+	if opts.Segments != 0 {
+		return load.Segment{}, exitcode.Usagef("--segments is for --segment k8s; --segment %s names its count itself", raw)
+	}
+	is, ns, ok := strings.Cut(raw, "/")
+	i, err1 := strconv.Atoi(strings.TrimSpace(is))
+	n, err2 := strconv.Atoi(strings.TrimSpace(ns))
+	if !ok || err1 != nil || err2 != nil {
+		return load.Segment{}, exitcode.Usagef("--segment %q: want I/N such as 0/4 (the first of four), or k8s", raw)
+	}
+	return load.Segment{Index: i, Count: n}, nil
+}
+
+// parseStartAt reads --start-at: RFC 3339, or +D after now.
+func parseStartAt(raw string, now time.Time) (time.Time, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return time.Time{}, nil
+	}
+	if d, ok := strings.CutPrefix(raw, "+"); ok {
+		dur, err := time.ParseDuration(d)
+		if err != nil || dur < 0 {
+			return time.Time{}, exitcode.Usagef("--start-at %q: want +D such as +10s, or an RFC 3339 time", raw)
+		}
+		return now.Add(dur), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		return time.Time{}, exitcode.Usagef("--start-at %q: want an RFC 3339 time such as 2026-12-03T15:00:00Z, or +D", raw)
+	}
+	return t, nil
 }

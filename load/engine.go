@@ -54,7 +54,8 @@ type engine struct {
 	abortWhy           string
 	cancelRun          context.CancelFunc
 
-	disruptions []Disruption // the faults as played (Options.Faults)
+	disruptions []Disruption  // the faults as played (Options.Faults)
+	firstLate   time.Duration // lateness of the first iteration
 }
 
 // idleStack holds the idle VUs. It is a stack: the next iteration goes to
@@ -103,6 +104,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	sched, _ := rate.NewSchedule(o.Rate, o.Duration) // validated by withDefaults
+	if o.Segment.Count > 1 {
+		sched, _ = sched.Segment(int64(o.Segment.Index), int64(o.Segment.Count))
+	}
 	if o.Expect != nil {
 		if err := o.Expect.validate(); err != nil {
 			return nil, err
@@ -242,6 +246,11 @@ func (e *engine) run(ctx context.Context) *Result {
 	if clock == nil {
 		clock = &realClock{}
 	}
+	if !o.StartAt.IsZero() {
+		// every segment starts its clock at the same wall-clock instant
+		// (after Ctrl-C here the dispatcher stops at once: interrupted)
+		clock.Sleep(runCtx, o.StartAt.Sub(o.Now()))
+	}
 	e.startWall = o.Now()
 	e.start = clock.Now()
 	hard := time.AfterFunc(o.Duration+MaxLateness+o.Timeout+time.Second, cancel)
@@ -275,8 +284,11 @@ func (e *engine) run(ctx context.Context) *Result {
 			if v == nil {
 				return false
 			}
-			v.jobs <- job{i: i, due: due}
+			v.jobs <- job{i: e.sched.Global(i), due: due}
 			record(lateness, late)
+			if i == 0 {
+				e.firstLate = late
+			}
 			busy := int64(len(vus) - idle)
 			maxBusy = max(maxBusy, busy)
 			if live != nil {

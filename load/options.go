@@ -105,6 +105,16 @@ type Options struct {
 
 	Expect *Expectation // nil: no verdict on the admitted count
 
+	// Segment, when Count > 1, runs only segment Index (from 0) of Count
+	// of the plan: the arrivals i with i mod Count == Index
+	// (rate.Schedule.Segment); the documents of all segments merge into
+	// the whole run (Merge).
+	Segment Segment
+	// StartAt, when set, is the wall-clock instant the clock starts
+	// (--start-at), so that segments on several machines start together;
+	// the run waits for it after connecting.
+	StartAt time.Time
+
 	// Faults, when set, are injected into the Redis behind the target
 	// during the run, and each window is judged (fault.go); they need
 	// Expect.
@@ -118,6 +128,17 @@ type Options struct {
 	// Transport replaces the tuned default (tests).
 	Transport http.RoundTripper
 }
+
+// Segment is one of Count execution segments of a plan.
+type Segment struct {
+	Index, Count int
+}
+
+// MaxSegments bounds --segment's count.
+const MaxSegments = 10_000
+
+// MaxStartWait bounds how far ahead --start-at may be.
+const MaxStartWait = 24 * time.Hour
 
 // Validate checks o as Run would, without sending anything: every error is
 // exit 2 and names the flag to fix. Commands call it before they create
@@ -231,6 +252,23 @@ func (o Options) withDefaults() (Options, error) {
 	for _, s := range o.ExpectStatus {
 		if !validStatus(s) {
 			return o, exitcode.Usagef("--expect-status %d is not an HTTP status (100-999)", s)
+		}
+	}
+	if sg := o.Segment; sg.Count != 0 || sg.Index != 0 {
+		switch {
+		case sg.Count < 1 || sg.Count > MaxSegments:
+			return o, exitcode.Usagef("--segment: the count %d is out of range; use 1 to %s", sg.Count, commas(MaxSegments))
+		case sg.Index < 0 || sg.Index >= sg.Count:
+			return o, exitcode.Usagef("--segment %d/%d: the index runs from 0 to %d (as JOB_COMPLETION_INDEX does)", sg.Index, sg.Count, sg.Count-1)
+		case o.Faults != nil && sg.Count > 1:
+			return o, exitcode.Usagef("--fault judges the whole run's windows; run it unsegmented")
+		}
+	}
+	if !o.StartAt.IsZero() {
+		if ahead := o.StartAt.Sub(o.Now()); ahead > MaxStartWait {
+			return o, exitcode.Usagef("--start-at %s is more than %s ahead", o.StartAt.UTC().Format(time.RFC3339), durText(MaxStartWait))
+		} else if ahead < -time.Second {
+			return o, exitcode.Usagef("--start-at %s is %s in the past: the segments would not start together", o.StartAt.UTC().Format(time.RFC3339), durText(-ahead.Round(time.Second)))
 		}
 	}
 	ceiling, why := int64(MaxPlanned), ""

@@ -22,7 +22,11 @@ type Schedule struct {
 	num      uint64 // arrivals per step (Count scaled by den)
 	step     uint64 // Per * den, in nanoseconds
 	duration time.Duration
-	planned  int64
+	planned  int64 // of this schedule (of its segment, when segmented)
+	// seg of segs: the schedule holds the arrivals i of the whole plan
+	// with i mod segs == seg (segs 0: the whole plan).
+	seg, segs int64
+	total     int64 // arrivals of the whole plan
 }
 
 // NewSchedule validates r and d and returns their schedule. It fails when
@@ -52,6 +56,7 @@ func NewSchedule(r Rate, d time.Duration) (Schedule, error) {
 		return Schedule{}, fmt.Errorf("rate %s over %s plans too many arrivals", r, d)
 	}
 	s.planned = int64(q)
+	s.total = s.planned
 	return s, nil
 }
 
@@ -110,6 +115,54 @@ func fraction(c float64) (num, den uint64, ok bool) {
 	return 0, 0, false
 }
 
+// Segment returns segment k (from 0) of n of the whole plan s: the
+// arrivals i with i mod n == k, so that the n segments together hold
+// every arrival exactly once and each keeps an even spacing (n times the
+// gap, offset by k gaps): k6's execution segments, cut round-robin. Its
+// Due, Pace and Expected count the segment's own arrivals (j = 0, 1, ...);
+// Global(j) is arrival j's index in the whole plan.
+func (s Schedule) Segment(k, n int64) (Schedule, error) {
+	if s.segs > 1 {
+		return Schedule{}, fmt.Errorf("schedule is already a segment")
+	}
+	if n < 1 || k < 0 || k >= n {
+		return Schedule{}, fmt.Errorf("segment %d of %d: want 0 <= index < count", k, n)
+	}
+	seg := s
+	seg.seg, seg.segs = k, n
+	seg.planned = segCount(s.total, k, n)
+	return seg, nil
+}
+
+// segCount is how many i in [0, total) have i mod n == k.
+func segCount(total, k, n int64) int64 {
+	if total <= k {
+		return 0
+	}
+	return (total-k-1)/n + 1
+}
+
+// Global is the index in the whole plan of the schedule's arrival j.
+func (s Schedule) Global(j int64) int64 {
+	if s.segs <= 1 {
+		return j
+	}
+	return s.seg + j*s.segs
+}
+
+// Segmented reports the segment (index, count) the schedule is, or
+// (0, 1) for a whole plan.
+func (s Schedule) Segmented() (index, count int64) {
+	if s.segs <= 1 {
+		return 0, 1
+	}
+	return s.seg, s.segs
+}
+
+// Total is the number of arrivals of the whole plan (Planned for a
+// schedule that is not a segment).
+func (s Schedule) Total() int64 { return s.total }
+
 // Planned is the number of arrivals due before the end.
 func (s Schedule) Planned() int64 { return s.planned }
 
@@ -122,6 +175,7 @@ func (s Schedule) Due(i int64) (time.Duration, bool) {
 	if i < 0 || i >= s.planned {
 		return 0, false
 	}
+	i = s.Global(i)
 	hi, lo := bits.Mul64(uint64(i), s.step)
 	// i < planned guarantees i*step < d*num, so the quotient is below d and
 	// hi < num: Div64 cannot overflow.
@@ -154,6 +208,9 @@ func (s Schedule) Expected(elapsed time.Duration) int64 {
 	q, rem := bits.Div64(h, l, s.step) // h < step because elapsed < duration
 	if rem != 0 {
 		q++
+	}
+	if s.segs > 1 {
+		return segCount(int64(q), s.seg, s.segs)
 	}
 	return int64(q)
 }

@@ -287,3 +287,65 @@ func BenchmarkScheduleDue(b *testing.B) {
 	}
 	_ = sink
 }
+
+// TestSegmentsPartitionThePlan: the n segments of a plan hold every
+// arrival exactly once, at the whole plan's due times, each evenly spaced,
+// and each segment's Expected counts its own arrivals due before a time.
+func TestSegmentsPartitionThePlan(t *testing.T) {
+	for _, c := range []struct {
+		rate string
+		d    time.Duration
+		n    int64
+	}{{"20/s", 30 * time.Second, 4}, {"7/s", 3 * time.Second, 3}, {"2.5/s", 2 * time.Second, 6}, {"3/s", time.Second, 5}} {
+		whole, err := NewSchedule(MustParse(c.rate), c.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := make([]int, whole.Planned())
+		var sum int64
+		for k := range c.n {
+			seg, err := whole.Segment(k, c.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += seg.Planned()
+			for j := range seg.Planned() {
+				i := seg.Global(j)
+				seen[i]++
+				got, _ := seg.Due(j)
+				want, _ := whole.Due(i)
+				if got != want {
+					t.Fatalf("%s/%d seg %d: arrival %d due %s, the whole plan's %d at %s", c.rate, c.n, k, j, got, i, want)
+				}
+				// Expected just after a due time counts it and those before
+				if e := seg.Expected(got + 1); e != j+1 {
+					t.Fatalf("%s seg %d: Expected(%s+1ns) = %d, want %d", c.rate, k, got, e, j+1)
+				}
+			}
+			if _, ok := seg.Due(seg.Planned()); ok {
+				t.Errorf("seg %d has an arrival past its plan", k)
+			}
+		}
+		if sum != whole.Planned() {
+			t.Errorf("%s/%d: segments plan %d, the whole %d", c.rate, c.n, sum, whole.Planned())
+		}
+		for i, n := range seen {
+			if n != 1 {
+				t.Fatalf("%s/%d: arrival %d in %d segments", c.rate, c.n, i, n)
+			}
+		}
+	}
+	// 20/s in 4 segments: 5/s each, offset by 50 ms
+	whole, _ := NewSchedule(MustParse("20/s"), time.Second)
+	for k := range int64(4) {
+		seg, _ := whole.Segment(k, 4)
+		d0, _ := seg.Due(0)
+		d1, _ := seg.Due(1)
+		if d0 != time.Duration(k)*50*time.Millisecond || d1-d0 != 200*time.Millisecond || seg.Planned() != 5 {
+			t.Errorf("segment %d: first due %s, gap %s, planned %d", k, d0, d1-d0, seg.Planned())
+		}
+	}
+	if _, err := whole.Segment(4, 4); err == nil {
+		t.Error("segment 4 of 4 accepted")
+	}
+}

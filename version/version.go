@@ -19,8 +19,23 @@ type Info struct {
 	GoVersion string `json:"go_version"`
 }
 
+// Override, when set at link time (-ldflags "-X
+// github.com/ratelimit-dev/ratelimit/version.Override=v1.2.3", as the
+// release build and the Dockerfile do), is the version reported instead
+// of the module version the toolchain stamped.
+var Override string
+
 // Get reads the running binary's build information.
-func Get() Info { return from(debug.ReadBuildInfo()) }
+func Get() Info {
+	in := from(debug.ReadBuildInfo())
+	if v := Override; v != "" {
+		if v[0] >= '0' && v[0] <= '9' {
+			v = "v" + v // GoReleaser's {{ .Version }} has no v
+		}
+		in.Version = v
+	}
+	return in
+}
 
 func from(bi *debug.BuildInfo, ok bool) Info {
 	in := Info{Module: "github.com/ratelimit-dev/ratelimit", Version: "(devel)", GoVersion: runtime.Version()}

@@ -29,3 +29,17 @@ func TestFrom(t *testing.T) {
 		t.Errorf("without build info: %+v %q", none, none.String())
 	}
 }
+
+func TestOverride(t *testing.T) {
+	defer func(v string) { Override = v }(Override)
+	for in, want := range map[string]string{"1.4.0": "v1.4.0", "v2.0.0-rc.1": "v2.0.0-rc.1"} {
+		Override = in
+		if got := Get().Version; got != want {
+			t.Errorf("Override %q: version %q, want %q", in, got, want)
+		}
+	}
+	Override = ""
+	if got := Get().Version; got == "v1.4.0" || got == "" {
+		t.Errorf("without Override: version %q", got)
+	}
+}
