@@ -18,7 +18,8 @@
 #                        than how they share a core with the target.
 #
 # Needs Go and network access to install vegeta (at run time, into a temp
-# dir; never into go.mod). Not part of the test suite.
+# dir; never into go.mod) and wrk (apt-get, when missing) for the
+# closed-loop reference. Not part of the test suite.
 set -euo pipefail
 
 DURATION=${DURATION:-5s}
@@ -35,9 +36,8 @@ fi
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
-target_pid=""
 cleanup() {
-	if [[ -n $target_pid ]]; then kill "$target_pid" 2>/dev/null || true; wait "$target_pid" 2>/dev/null || true; fi
+	if [[ -f $tmp/target.pid ]]; then kill "$(cat "$tmp/target.pid")" 2>/dev/null || true; fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -147,14 +147,33 @@ printf 'module bench/judge\n\ngo 1.26.0\n' >"$tmp/judge/go.mod"
 echo "bench: installing vegeta (go install github.com/tsenart/vegeta/v12@latest into $tmp/bin)" >&2
 (cd "$tmp" && GOBIN="$tmp/bin" GOFLAGS= go install github.com/tsenart/vegeta/v12@latest)
 
+if ! command -v wrk >/dev/null 2>&1; then
+	echo "bench: installing wrk (apt-get) for the closed-loop reference" >&2
+	sudo=""
+	if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+	$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends wrk >/dev/null
+fi
+
 # A fresh target for every run: a run that overloads it (vegeta past its
 # limit opens thousands of connections) must not slow the next one down.
 url=""
+# Runs happen in command substitutions (subshells), so the pid of the
+# running target lives in a file, not a variable: each start stops the
+# one before, whichever subshell started it.
+stop_target() {
+	local pid
+	pid=$(cat "$tmp/target.pid" 2>/dev/null || true)
+	if [[ -n $pid ]]; then
+		kill "$pid" 2>/dev/null || true
+		while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	fi
+	rm -f "$tmp/target.pid"
+}
 start_target() {
-	if [[ -n $target_pid ]]; then kill "$target_pid" 2>/dev/null || true; wait "$target_pid" 2>/dev/null || true; fi
+	stop_target
 	: >"$tmp/addr"
 	"${pin_target[@]}" "$tmp/bin/target" >"$tmp/addr" &
-	target_pid=$!
+	echo $! >"$tmp/target.pid"
 	for _ in $(seq 50); do [[ -s $tmp/addr ]] && break; sleep 0.1; done
 	url="http://$(cat "$tmp/addr")/"
 }
@@ -224,11 +243,24 @@ highest() {
 	echo "$best"
 }
 
+# wrk_rate: the requests per second wrk drives the target at, closed loop
+# (50 connections, as many requests as they can; no schedule, so no
+# notion of clean: the ceiling an open-model generator is measured against).
+wrk_rate() {
+	settle
+	start_target
+	sleep 1
+	"${pin_tool[@]}" wrk -t1 -c50 -d"$DURATION" "$url" 2>/dev/null | awk '/^Requests\/sec:/ { printf "%d", $2 }'
+}
+
 # ratio A B: A/B to two places, or a word when B never ran clean.
 ratio() {
 	if (($2 > 0)); then awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f x", a / b }'; else echo "n/a (never clean)"; fi
 }
 
+echo "bench: wrk (closed loop)" >&2
+wrk1=$(wrk_rate)
+echo "  wrk      ${wrk1}/s" >&2
 echo "bench: ratelimit load --http-client lean" >&2
 lean=$(highest lean)
 echo "bench: ratelimit load --http-client std" >&2
@@ -243,10 +275,17 @@ echo "bench: ratelimit load --http-client lean (second pass)" >&2
 lean2=$(highest lean)
 lean=$((lean2 > lean ? lean2 : lean))
 
+echo "bench: wrk (closed loop, second pass)" >&2
+wrk2=$(wrk_rate)
+echo "  wrk      ${wrk2}/s" >&2
+wrk=$((wrk2 > wrk1 ? wrk2 : wrk1))
+
 echo
+echo "wrk, closed loop (-t1 -c50):                            $wrk/s"
 echo "highest clean rate, ratelimit load --http-client lean (p99 from due < ${P99_MS} ms): $lean/s"
 echo "highest clean rate, ratelimit load --http-client std  (p99 from due < ${P99_MS} ms): $std/s"
 echo "highest clean rate, vegeta                            (p99 from send < ${P99_MS} ms): $veg/s"
 echo "ratio lean/std:    $(ratio "$lean" "$std")"
 echo "ratio lean/vegeta: $(ratio "$lean" "$veg") (goal >= 1.5 x)"
 echo "ratio std/vegeta:  $(ratio "$std" "$veg")"
+echo "ratio lean/wrk:    $(ratio "$lean" "$wrk") (goal >= 0.5 x)"

@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -46,6 +48,7 @@ type loadOptions struct {
 	Segment  string
 	Segments int
 	StartAt  string
+	RunID    string
 
 	Faults        []string
 	FaultRedis    string
@@ -195,6 +198,7 @@ as Basic auth and masked in every output and error.`,
 	fl.StringVar(&opts.Headers429, "headers", load.HeadersFail, "broken rate limit headers (Retry-After on 429s, a cacheable 429, r above q, t beyond the window, limited with a 5xx) fail the run (fail), are reported only (warn), or are not checked (off)")
 	fl.BoolVar(&opts.AbortOnFail, "abort-on-fail", false, "stop the run as soon as a threshold can no longer be met (exit 1)")
 	fl.StringVar(&opts.Segment, "segment", "", "run only execution segment I/N of the plan (I from 0), or k8s: I from $JOB_COMPLETION_INDEX and N from --segments or $RATELIMIT_SEGMENTS; merge the documents with 'ratelimit report merge'")
+	fl.StringVar(&opts.RunID, "run-id", "", "the run's id, in its identities load-<id>-<n> (default: random; for --segment, derived from the plan and --start-at, so every segment sends the same identities)")
 	fl.IntVar(&opts.Segments, "segments", 0, "N for --segment k8s (default $RATELIMIT_SEGMENTS)")
 	fl.StringVar(&opts.StartAt, "start-at", "", "start the clock at this wall-clock instant: RFC 3339 (2026-12-03T15:00:00Z, for segments on several machines) or +D (D from now, e.g. +10s)")
 	fl.StringArrayVar(&opts.Faults, "fault", nil, "inject a fault into --fault-redis during the run: pause:3s@10s, pause-write:3s@10s, drop-clients@10s, flush-scripts@10s, failover@10s (a cluster: of --fault-key's primary; a standalone primary: its replica), stop:3s@10s and restart@10s (servers this process started) (repeatable)")
@@ -357,12 +361,16 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 	if err != nil {
 		return load.Options{}, err
 	}
+	runID, err := opts.runID(target, seg, startAt)
+	if err != nil {
+		return load.Options{}, err
+	}
 	return load.Options{
 		Segment: seg, StartAt: startAt,
 		Target: target, Method: strings.ToUpper(opts.Method), Headers: headers, Body: body,
 		Rate: opts.Rate, Duration: opts.Duration,
 		PreAllocatedVUs: opts.PreAllocatedVUs, MaxVUs: opts.MaxVUs, Timeout: opts.Timeout, HTTPClient: opts.HTTPClient,
-		Identities: opts.Identities, IdentityHeader: opts.IdentityHeader, RunID: uuid.NewString()[:8],
+		Identities: opts.Identities, IdentityHeader: opts.IdentityHeader, RunID: runID,
 		ExpectStatus: statuses, MaxFailed: maxFailed, NoMaxFailed: noMaxFailed, Expect: expect,
 		Thresholds: thresholds, AbortOnFail: opts.AbortOnFail, HeaderMode: strings.ToLower(strings.TrimSpace(opts.Headers429)),
 		Now: f.Now,
@@ -483,4 +491,26 @@ func parseStartAt(raw string, now time.Time) (time.Time, error) {
 		return time.Time{}, exitcode.Usagef("--start-at %q: want an RFC 3339 time such as 2026-12-03T15:00:00Z, or +D", raw)
 	}
 	return t, nil
+}
+
+// runID is --run-id, or for a segment one derived from the plan (target,
+// rate, duration, segments, start), so that every segment of one plan
+// sends the same identities without being told; else random.
+func (opts *loadOptions) runID(target string, seg load.Segment, startAt time.Time) (string, error) {
+	if id := strings.TrimSpace(opts.RunID); id != "" {
+		if len(id) > 32 || strings.ContainsFunc(id, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+		}) {
+			return "", exitcode.Usagef("--run-id %q: use at most 32 letters, digits, - and _", id)
+		}
+		return id, nil
+	}
+	if seg.Count > 1 {
+		if startAt.IsZero() {
+			return "", exitcode.Usagef("--segment needs --start-at (the instant every segment starts) or --run-id, so the segments send the same identities")
+		}
+		sum := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%s|%d|%s", target, opts.Rate, opts.Duration, seg.Count, startAt.UTC().Format(time.RFC3339Nano)))
+		return hex.EncodeToString(sum[:4]), nil
+	}
+	return uuid.NewString()[:8], nil
 }

@@ -8,12 +8,16 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/report"
 	"github.com/ratelimit-dev/ratelimit/userfile"
+	"github.com/ratelimit-dev/ratelimit/version"
 )
 
 type reportOptions struct {
@@ -28,13 +32,30 @@ type reportOptions struct {
 	// maxDocument is the size ceiling of one document (file or stdin),
 	// userfile.MaxDocument; tests lower it.
 	maxDocument int64
+
+	// --from: judge another tool's recording (the one file) as load
+	// judges a run, with load's flags for the verdict.
+	From          string
+	Expect        string
+	IdentityTag   string
+	Out           string
+	ExpectStatus  string
+	MaxFailed     string
+	Thresholds    []string
+	Headers429    string
+	ReorderWindow time.Duration
+	maxFailedSet  bool
+	fromFlags     []string // the --from flags given, for the error without --from
 }
+
+// fromFlagNames are the flags that only apply with --from.
+var fromFlagNames = []string{"expect", "identity-tag", "out", "expect-status", "max-failed", "threshold", "headers", "reorder-window"}
 
 func newReportCmd(f *Factory, run func(*reportOptions) error) *cobra.Command {
 	opts := &reportOptions{f: f, maxDocument: userfile.MaxDocument}
 	c := &cobra.Command{
-		Use:   "report FILE.json...",
-		Short: "Render saved result documents as text, JSON, Markdown, JUnit or one HTML page",
+		Use:   "report FILE.json... | report --from k6|vegeta FILE",
+		Short: "Render saved result documents, or judge a k6 or vegeta recording, as text, JSON, Markdown, JUnit or HTML",
 		Long: `Render documents saved by other commands (--out FILE of eval, eval
 --simulate, race, load, keyslot and scripts, or their -o json) in any output
 format they support. Documents are version 2 (docs/json.md, schemas in
@@ -72,7 +93,32 @@ a key twice or holds a value out of range (a negative count or second,
 percentiles out of order, a slot past 16383) is a one-line error naming the
 file and the field (exit 2). Control bytes in keys and names are shown as
 escapes (\n, \x1b) in every format; valid UTF-8 is shown as is. Exit 0 once every document is rendered, whatever
-the verdicts in them; the commands that made them exit 1 on a failed verdict.`,
+the verdicts in them; the commands that made them exit 1 on a failed verdict.
+
+--from k6|vegeta FILE judges a run another tool recorded (FILE, or - for
+standard input) as 'ratelimit load' judges its own, into a load document
+marked with its source: --expect, --expect-status, --max-failed, --threshold
+and --headers as in load, every format and --out FILE as load writes them,
+exit 0 pass, 1 the verdict failed, 2 a file that cannot be read (one line
+naming the file and the line). FILE is k6's 'k6 run --out json=FILE'
+(NDJSON, gzipped or not: one http_req_duration point per request; its time
+is the end, so the send is the time minus the duration) or vegeta's
+'vegeta attack' output (gob, or JSON or CSV from 'vegeta encode'; the
+encoding is detected; its Timestamp is the send). --identity-tag NAME is
+the k6 tag on each request that names its identity (set it per request in
+the script), or the response header that does for vegeta, which records
+the response's headers but not the request's. What a recording lacks is
+said, not invented: its due times are unknown (latency from the due time
+is latency from the send), dropped iterations are only those k6 records
+(dropped_iterations), and the header checks are skipped without response
+headers: vegeta records them, k6 does not unless the script counts each
+response in a Counter named ratelimit_headers tagged with them (README:
+"Already using k6 or vegeta?"). --expect auto needs RateLimit-Policy, so a
+recording without headers needs --expect MODEL. The file is read once in
+constant memory (histograms, one timeline entry per second, models per
+identity); the sends reach the verdict through a reorder buffer that waits
+for the longest latency seen plus --reorder-window, and a response later
+than that is refused (exit 2) naming its line.`,
 		Example: `  # a saved load run in the terminal, then as a job summary in GitHub Actions
   ratelimit load --rate 20/s --duration 30s --expect auto --out load.json
   ratelimit report load.json
@@ -84,18 +130,41 @@ the verdicts in them; the commands that made them exit 1 on a failed verdict.`,
   ratelimit report race.json keyslot.json load.json -o junit > ratelimit.xml
 
   # one HTML page with charts for all of them
-  ratelimit report race.json keyslot.json load.json --html report.html`,
+  ratelimit report race.json keyslot.json load.json --html report.html
+
+  # judge what k6 or vegeta recorded against 'ratelimit serve --capacity 10 --rate 5/s'
+  k6 run --out json=results.json script.js
+  ratelimit report --from k6 results.json --expect token-bucket:burst=10,rate=5/s
+  echo "GET http://127.0.0.1:8011/hello" | vegeta attack -rate 20 -duration 30s > results.bin
+  ratelimit report --from vegeta results.bin --expect auto --html report.html`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Files = args
 			opts.OutputSet = c.Flags().Changed("output")
+			opts.maxFailedSet = c.Flags().Changed("max-failed")
+			opts.fromFlags = nil
+			for _, name := range fromFlagNames {
+				if c.Flags().Changed(name) {
+					opts.fromFlags = append(opts.fromFlags, "--"+name)
+				}
+			}
 			if run != nil {
 				return run(opts)
 			}
 			return runReport(opts)
 		},
 	}
-	c.Flags().StringVar(&opts.HTML, "html", "", "also write one self-contained HTML page with charts for all documents to FILE (- for standard output)")
+	fl := c.Flags()
+	fl.StringVar(&opts.HTML, "html", "", "also write one self-contained HTML page with charts for all documents to FILE (- for standard output)")
+	fl.StringVar(&opts.From, "from", "", "judge a recording of another tool instead: k6 (k6 run --out json) or vegeta (vegeta attack, gob, JSON or CSV)")
+	fl.StringVar(&opts.Expect, "expect", "", "with --from: judge the admitted count, as load --expect (auto needs recorded RateLimit-Policy headers)")
+	fl.StringVar(&opts.IdentityTag, "identity-tag", "", "with --from: the k6 tag, or the vegeta response header, that names each request's identity (one limiter per identity)")
+	fl.StringVar(&opts.Out, "out", "", "with --from: also write the load document to FILE (for 'ratelimit report')")
+	fl.StringVar(&opts.ExpectStatus, "expect-status", "200,429", "with --from: statuses that are not failures, as load")
+	fl.StringVar(&opts.MaxFailed, "max-failed", "1%", "with --from: threshold on failed requests, as load")
+	fl.StringArrayVar(&opts.Thresholds, "threshold", nil, "with --from: check METRIC OP VALUE at the end, as load (latency from the due time is the latency from the send)")
+	fl.StringVar(&opts.Headers429, "headers", load.HeadersFail, "with --from: broken rate limit headers fail the verdict (fail), are reported only (warn) or are not checked (off)")
+	fl.DurationVar(&opts.ReorderWindow, "reorder-window", load.DefaultReorderWindow, "with --from: how long past the longest latency seen to wait for responses written out of order")
 	return c
 }
 
@@ -104,6 +173,12 @@ func runReport(opts *reportOptions) error {
 	format, err := f.Format()
 	if err != nil {
 		return err
+	}
+	if opts.From != "" {
+		return runReportFrom(opts, format)
+	}
+	if len(opts.fromFlags) > 0 {
+		return exitcode.Usagef("%s judges a recording: give --from k6 or --from vegeta and its file", opts.fromFlags[0])
 	}
 	if len(opts.Files) == 0 {
 		return exitcode.Usagef("no documents; pass files saved by load --out, race --out, keyslot -o json or eval -o json")
@@ -235,4 +310,119 @@ func renderDocuments(f *Factory, format string, docs []report.Document) error {
 		}
 	}
 	return nil
+}
+
+// runReportFrom judges one recording of another tool (--from) as load
+// judges a run: the document is stamped, written to --out, rendered in
+// format (and --html), and a failed verdict is exit 1.
+func runReportFrom(opts *reportOptions, format string) error {
+	f := opts.f
+	o, err := opts.recordOptions()
+	if err != nil {
+		return err
+	}
+	if len(opts.Files) != 1 {
+		return exitcode.Usagef("--from %s reads one recording (a file, or - for standard input); got %d", o.Source, len(opts.Files))
+	}
+	if opts.HTML == "-" && opts.OutputSet {
+		return exitcode.Usagef("--html - writes the page to standard output; drop -o or write the page to a file")
+	}
+	if format == "html" && opts.HTML != "" {
+		return exitcode.Usagef("-o html writes the page to standard output; drop it or --html")
+	}
+	if format == "html" {
+		opts.HTML, opts.OutputSet = "-", false
+	}
+	em, err := f.newEmitter(opts.Out)
+	if err != nil {
+		return err
+	}
+	defer em.close()
+	name := opts.Files[0]
+	var in io.Reader = f.IO.In
+	o.Name = "stdin"
+	if name != "-" {
+		fh, err := userfile.Open(name, "recording")
+		if err != nil {
+			return err
+		}
+		defer fh.Close()
+		in, o.Name = fh, name
+	}
+	res, err := load.ReadRecording(in, o)
+	if err != nil {
+		return err
+	}
+	if opts.HTML == "" {
+		if err := em.emit(res); err != nil {
+			return err
+		}
+		return reportOutcome(res)
+	}
+	res.DocHeader().Stamp(doc.ToolOf(version.Get()), em.started, f.commandLine())
+	if em.out != nil {
+		if err := em.out.write(res); err != nil {
+			return err
+		}
+	}
+	d := report.Document{Kind: load.Kind, Version: load.Version, Value: res, Source: o.Name}
+	if err := writeHTML(f, opts.HTML, []report.Document{d}); err != nil {
+		return err
+	}
+	if opts.OutputSet {
+		if err := renderDocuments(f, format, []report.Document{d}); err != nil {
+			return err
+		}
+	} else if opts.HTML != "-" {
+		fmt.Fprintf(f.IO.ErrOut, "report: wrote %s\n", opts.HTML)
+	}
+	return reportOutcome(res)
+}
+
+// reportOutcome is the exit of a judged recording: 1 when the verdict
+// failed, as load's.
+func reportOutcome(res *load.Result) error {
+	if res.Verdict == "fail" {
+		return exitcode.Failf("report: %s", strings.Join(res.VerdictMessages, "; "))
+	}
+	return nil
+}
+
+// recordOptions turns the --from flags into load.RecordOptions; every
+// error is exit 2.
+func (opts *reportOptions) recordOptions() (load.RecordOptions, error) {
+	src := strings.ToLower(strings.TrimSpace(opts.From))
+	if !slices.Contains(load.Sources, src) {
+		return load.RecordOptions{}, exitcode.Usagef("--from %q: use %s", opts.From, strings.Join(load.Sources, " or "))
+	}
+	o := load.RecordOptions{Source: src, IdentityTag: strings.TrimSpace(opts.IdentityTag), ReorderWindow: opts.ReorderWindow,
+		HeaderMode: strings.ToLower(strings.TrimSpace(opts.Headers429))}
+	if opts.IdentityTag != "" && o.IdentityTag == "" {
+		return o, exitcode.Usagef("--identity-tag is blank; name the k6 tag or vegeta response header that carries the identity")
+	}
+	if opts.ReorderWindow <= 0 {
+		return o, exitcode.Usagef("--reorder-window must be positive, e.g. 60s")
+	}
+	var err error
+	if opts.Expect != "" {
+		if o.Expect, err = load.ParseExpect(opts.Expect); err != nil {
+			return o, err
+		}
+	}
+	if o.ExpectStatus, err = load.ParseStatuses(opts.ExpectStatus); err != nil {
+		return o, err
+	}
+	if o.MaxFailed, err = load.ParsePercent(opts.MaxFailed); err != nil {
+		return o, err
+	}
+	for _, s := range opts.Thresholds {
+		th, err := load.ParseThreshold(s)
+		if err != nil {
+			return o, err
+		}
+		o.Thresholds = append(o.Thresholds, th)
+		// a threshold on failed replaces the default --max-failed, as in load
+		o.NoMaxFailed = o.NoMaxFailed || th.Metric == "failed" && !opts.maxFailedSet
+	}
+	return o, o.Validate()
 }

@@ -227,6 +227,7 @@ var commandFormats = map[string][]string{
 	"load":       {"text", "json", "markdown", "junit"},
 	"probe":      {"text", "json", "markdown", "junit", "github"},
 	"failover":   {"text", "json", "markdown", "junit", "github"},
+	"merge":      {"text", "json", "markdown", "junit"},
 	"report":     {"text", "json", "markdown", "junit", "github", "html"},
 	"version":    {"text", "json"},
 	"completion": {"text"},
@@ -271,6 +272,7 @@ func addCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newLoadCmd(f, nil))
 	root.AddCommand(newProbeCmd(f, nil))
 	root.AddCommand(newFailoverCmd(f, nil))
+	root.AddCommand(newMergeCmd(f, nil))
 	root.AddCommand(newReportCmd(f, nil))
 	root.AddCommand(newVersionCmd(f, nil))
 	root.AddCommand(newCompletionCmd(f, nil))

@@ -67,6 +67,7 @@ var formatProbeArgs = map[string][]string{
 	"load":       {"--duration", "0"},
 	"probe":      {"http://127.0.0.1:1/", "--timeout", "0"},
 	"failover":   {"--trials", "0"},
+	"merge":      {},
 	"report":     {},
 	"scripts":    {},
 	"version":    {},

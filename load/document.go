@@ -34,7 +34,8 @@ const (
 // durations in milliseconds, one word per concept (see docs/json.md).
 type document struct {
 	doc.Header
-	Target           string           `json:"target"` // password masked (secret.URL); never the credentials sent
+	Source           string           `json:"source,omitempty"` // the tool that recorded it: k6, vegeta; absent for a run of load
+	Target           string           `json:"target"`           // password masked (secret.URL); never the credentials sent
 	Method           string           `json:"method"`
 	ArrivalRate      string           `json:"arrival_rate"`
 	ArrivalRatePerS  float64          `json:"arrival_rate_per_s"`
@@ -77,6 +78,7 @@ type document struct {
 	Thresholds       []Check          `json:"thresholds"`
 	Expect           *Judged          `json:"expect,omitempty"`
 	Faults           *FaultReport     `json:"faults,omitempty"`
+	Segment          *SegmentInfo     `json:"segment,omitempty"`
 	Checks           []doc.Check      `json:"checks"`
 	Verdict          string           `json:"verdict"` // "pass", "fail" or "interrupted"
 	Notes            []string         `json:"notes,omitempty"`
@@ -99,7 +101,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		thresholds = []Check{}
 	}
 	d := document{
-		Header: h, Target: r.Target, Method: r.Method,
+		Header: h, Source: r.Source, Target: r.Target, Method: r.Method,
 		ArrivalRate: r.Rate, ArrivalRatePerS: r.RatePerS,
 		DurationMs: secondsToMs(r.DurationS), ElapsedMs: secondsToMs(r.ElapsedS), TimeoutMs: secondsToMs(r.TimeoutS),
 		Identities: r.Identities, RunID: r.RunID,
@@ -111,7 +113,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Failed: r.Failed, FailedPct: r.FailedPct, Errors: r.Errors, Timeline: r.Timeline,
 		LatencyHistogram: r.LatencyHistogram, FromDueHistogram: r.LatencyFromDueHistogram,
 		Latency: r.Latency, LatencyFromDue: r.LatencyFromDue, Lateness: r.Lateness,
-		VUs: r.VUs, Generator: r.Generator, Headers: r.Headers, Thresholds: thresholds, Expect: r.Expect, Faults: r.Faults,
+		VUs: r.VUs, Generator: r.Generator, Headers: r.Headers, Thresholds: thresholds, Expect: r.Expect, Faults: r.Faults, Segment: r.Segment,
 		Checks: r.CheckList(), Verdict: r.Verdict, Notes: r.Notes,
 	}
 	if d.Status == nil {
@@ -136,7 +138,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	}
 	*r = Result{
 		Kind: d.Kind, Version: d.Version, Header: d.Header, Checks: d.Checks,
-		Target: d.Target, Method: d.Method, StartedAt: d.StartedAt,
+		Source: d.Source, Target: d.Target, Method: d.Method, StartedAt: d.StartedAt,
 		Rate: d.ArrivalRate, RatePerS: d.ArrivalRatePerS,
 		DurationS: d.DurationMs / 1e3, ElapsedS: d.ElapsedMs / 1e3, TimeoutS: d.TimeoutMs / 1e3,
 		Identities: d.Identities, RunID: d.RunID,
@@ -148,7 +150,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		Failed: d.Failed, FailedPct: d.FailedPct, Errors: d.Errors, Timeline: d.Timeline,
 		LatencyHistogram: d.LatencyHistogram, LatencyFromDueHistogram: d.FromDueHistogram,
 		Latency: d.Latency, LatencyFromDue: d.LatencyFromDue, Lateness: d.Lateness,
-		VUs: d.VUs, Generator: d.Generator, Headers: d.Headers, Thresholds: d.Thresholds, Expect: d.Expect, Faults: d.Faults,
+		VUs: d.VUs, Generator: d.Generator, Headers: d.Headers, Thresholds: d.Thresholds, Expect: d.Expect, Faults: d.Faults, Segment: d.Segment,
 		Verdict: d.Verdict, Notes: d.Notes,
 	}
 	r.Header.StartedAt = time.Time{}
@@ -179,6 +181,12 @@ func (r *Result) CheckList() []doc.Check {
 	}
 	gen := doc.Check{ID: CheckGenerator, Pass: !r.Generator.FellBehind, Warning: true,
 		Message: fmt.Sprintf("%d sent of %d planned, nothing dropped, lateness p99 %.2f ms", r.Sent, r.Planned, r.Lateness.P99)}
+	if r.Recorded() {
+		gen.Message = fmt.Sprintf("%d sent of %d planned, %d dropped, as %s recorded them; the lateness is unknown (the recording has no due times)", r.Sent, r.Planned, r.Dropped, r.Source)
+		if r.Source == SourceVegeta {
+			gen.Message = fmt.Sprintf("%d sent; vegeta records neither dropped iterations nor due times, so whether it kept up is unknown", r.Sent)
+		}
+	}
 	if r.Generator.FellBehind {
 		gen.Message = "the load generator fell behind; the counts do not measure the target"
 		if len(r.Generator.Reasons) > 0 {
@@ -200,15 +208,16 @@ func (r *Result) CheckList() []doc.Check {
 		out = append(out, c)
 	}
 	out = append(out, r.faultChecks()...)
+	out = append(out, r.segmentChecks()...)
 	expectGiven := r.Expect != nil
 	for _, m := range r.VerdictMessages {
-		expectGiven = expectGiven || m == NoLimiterNote
+		expectGiven = expectGiven || m == NoLimiterNote || m == NoLimiterNoteUnrecorded
 	}
 	seen := doc.Check{ID: CheckLimiterSeen, Pass: !NoLimiterSeen(r), Warning: !expectGiven,
 		Message: "a 429 or a RateLimit header was seen"}
 	switch {
 	case !seen.Pass:
-		seen.Message = NoLimiterNote
+		seen.Message = noLimiterMessage(r)
 	case r.Responses == 0:
 		seen.Message = "no response to look at"
 	}
@@ -237,7 +246,8 @@ func fmtSeconds(s float64) string {
 // freshness), a response that is limited by its own headers must be a
 // 429, and t never exceeds the policy's window. With --headers fail (the
 // default) a failed one fails the run; warn reports it as a warning; off
-// skips them all. Documents from before --headers are warnings.
+// skips them all, as does a recording without response headers
+// (Headers.NotRecorded). Documents from before --headers are warnings.
 func (r *Result) headerChecks() []doc.Check {
 	h := r.Headers
 	warn := h.Mode != HeadersFail
@@ -245,6 +255,9 @@ func (r *Result) headerChecks() []doc.Check {
 	for i := range out {
 		c := &out[i]
 		switch {
+		case h.NotRecorded != "":
+			c.Pass, c.Skipped, c.Warning = true, true, false
+			c.Message = "not checked: " + h.NotRecorded
 		case h.Mode == HeadersOff:
 			c.Pass, c.Skipped, c.Warning = true, true, false
 			c.Message = "not checked (--headers off)"

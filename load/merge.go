@@ -2,6 +2,7 @@ package load
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -141,7 +142,12 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 	if e.record {
 		sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].SendNs < arrivals[j].SendNs })
 	}
-	if o.Expect != nil && !res.Interrupted && !res.Aborted {
+	if o.Segment.Count > 1 {
+		// the verdict on the admitted count is the merge's: it replays
+		// every segment's arrivals (an identity's requests may come
+		// from several segments)
+		res.Segment = e.segmentInfo(arrivals, lat, fromDue, late)
+	} else if o.Expect != nil && !res.Interrupted && !res.Aborted {
 		j := Judge(*o.Expect, JudgeInput{
 			Arrivals:   arrivals,
 			Identities: max(o.Identities, 1),
@@ -154,6 +160,15 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 	if o.Faults != nil {
 		res.Faults = e.judgeFaults(arrivals, h.PolicyValue, res.Latency.P99)
 	}
+	res.settle(o.Expect != nil)
+}
+
+// settle sets the verdict and its messages from the checks: a failed
+// threshold, the expectation (not under faults, whose windows judge),
+// a broken header with --headers fail, a failed fault check, no limiter
+// seen when expectGiven; interrupted overrides them all.
+func (res *Result) settle(expectGiven bool) {
+	res.VerdictMessages = nil
 	res.Verdict = "pass"
 	for _, c := range res.Thresholds {
 		if !c.Pass {
@@ -165,12 +180,6 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 		res.Verdict = "fail"
 		res.VerdictMessages = append(res.VerdictMessages, res.Expect.Line())
 	}
-	for _, c := range res.faultChecks() {
-		if !c.Pass && c.Counts() {
-			res.Verdict = "fail"
-			res.VerdictMessages = append(res.VerdictMessages, c.ID+": "+c.Message)
-		}
-	}
 	if res.Headers.Mode == HeadersFail {
 		for _, c := range res.headerChecks() {
 			if !c.Pass && !c.Skipped {
@@ -179,8 +188,21 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 			}
 		}
 	}
+	for _, c := range res.faultChecks() {
+		if !c.Pass && c.Counts() {
+			res.Verdict = "fail"
+			res.VerdictMessages = append(res.VerdictMessages, c.ID+": "+c.Message)
+		}
+	}
+	for _, c := range res.segmentChecks() {
+		if !c.Pass && c.Counts() {
+			res.Verdict = "fail"
+			res.VerdictMessages = append(res.VerdictMessages, c.ID+": "+c.Message)
+		}
+	}
+	res.Notes = slices.DeleteFunc(res.Notes, func(n string) bool { return n == NoLimiterNote })
 	if NoLimiterSeen(res) {
-		if o.Expect != nil {
+		if expectGiven {
 			res.Verdict = "fail"
 			res.VerdictMessages = append(res.VerdictMessages, NoLimiterNote)
 		} else {

@@ -23,6 +23,11 @@ type Result struct {
 	// (CheckList derives them).
 	Checks []doc.Check
 
+	// Source is the tool that recorded the run: "" (or SourceRatelimit)
+	// for a run of load, SourceK6 or SourceVegeta for a recording that
+	// ReadRecording judged.
+	Source string
+
 	Target     string // password masked (secret.URL); never the credentials sent
 	Method     string
 	StartedAt  time.Time
@@ -77,6 +82,9 @@ type Result struct {
 	Headers        Headers
 	Thresholds     []Check
 	Expect         *Judged
+	// Segment is what a segmented run (--segment) or a merge of segments
+	// carries; nil for a whole run.
+	Segment *SegmentInfo
 	// Faults is the verdict on the faults injected (--fault); nil without.
 	Faults          *FaultReport
 	Verdict         string // "pass", "fail" or "interrupted"
@@ -143,6 +151,9 @@ type Headers struct {
 	// window to give the quota back.
 	ResetBeyondWindow int64  `json:"reset_beyond_window"`
 	ResetExample      string `json:"reset_beyond_window_example,omitempty"`
+	// NotRecorded says why a recording has no response headers to check
+	// (its header checks are then skipped); absent when they were checked.
+	NotRecorded string `json:"not_recorded,omitempty"`
 }
 
 // FieldStat counts one field's presence and validity.
@@ -177,6 +188,10 @@ func (c Check) Expr() string {
 	}
 	return c.Name + op + c.Limit
 }
+
+// Recorded reports whether the result is a recording of another tool
+// (ReadRecording) rather than a run of load.
+func (r *Result) Recorded() bool { return r.Source != "" && r.Source != SourceRatelimit }
 
 // Live counters for a progress display, updated atomically as the run goes.
 type Live struct {

@@ -29,11 +29,17 @@ func loadExpected(res *load.Result) (perSec []float64, desc string, ok bool) {
 }
 
 func loadHTML(b *strings.Builder, res *load.Result) {
-	fmt.Fprintf(b, "<p>%s %s · %s for %s · %d planned, %d sent, %d dropped · %s · run %s</p>\n",
+	fmt.Fprintf(b, "<p>%s %s · %s for %s · %d planned, %d sent, %d dropped · %s · %s</p>\n",
 		esc(res.Method), htmlCode(res.Target), esc(res.Rate), esc(secs(res.DurationS)), res.Planned, res.Sent, res.Dropped,
-		esc(loadIdentities(res.Identities)), esc(res.RunID))
+		esc(loadIdentities(res)), esc(loadRunLabel(res)))
+	if res.Recorded() {
+		htmlNotes(b, "muted", res.Notes)
+	}
 	if !res.StartedAt.IsZero() {
 		fmt.Fprintf(b, "<p class=\"muted\">started %s, last response after %s</p>\n", esc(res.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC")), esc(secs(res.ElapsedS)))
+	}
+	if line := loadSegmentLine(res); line != "" {
+		fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(line))
 	}
 	switch res.Verdict {
 	case "pass":
@@ -189,11 +195,13 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 		srows = append(srows, []string{esc("error: " + k), strconv.FormatInt(res.Errors[k], 10), esc(loadShare(res.Errors[k], res.Completed))})
 	}
 	htmlTable(b, []string{"status", "count", "share"}, srows, 1)
-	fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("%.1f/s achieved; VUs: %d busy at most, %d allocated (%d pre-allocated, max %d)",
-		res.AchievedRate, res.VUs.MaxBusy, res.VUs.Peak, res.VUs.PreAllocated, res.VUs.Max)))
+	fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("%.1f/s achieved; VUs: %s", res.AchievedRate, loadVUsLine(res))))
 
 	// Header checks.
 	b.WriteString("<h3>Header checks</h3>\n")
+	if why := res.Headers.NotRecorded; why != "" {
+		fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc("skipped: "+why))
+	}
 	loadHeaderChecks(res).html(b)
 	h := res.Headers
 	var hnotes []string
@@ -241,10 +249,13 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 		loadFaultHTML(b, res.Faults)
 	}
 	b.WriteString("<h3>Load generator</h3>\n")
-	if res.Generator.FellBehind {
+	switch {
+	case res.Generator.FellBehind:
 		b.WriteString("<p class=\"warn\"><strong>The generator fell behind</strong> (its own limit, not the target's):</p>\n")
 		htmlNotes(b, "", res.Generator.Reasons)
-	} else {
+	case res.Recorded():
+		fmt.Fprintf(b, "<p>%s</p>\n", esc(loadRecordedGenerator(res)))
+	default:
 		fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("kept up: nothing dropped, scheduling lateness p99 %s ms", loadNum(res.Lateness.P99))))
 	}
 }
@@ -306,9 +317,14 @@ func loadHistogramChart(res *load.Result) string {
 	return chart.svg()
 }
 
-func loadIdentities(n int) string {
-	if n <= 0 {
-		return "no identity header"
+// loadIdentities is how the run told identities apart: "3 identities",
+// "no identity header" (a recording: "no identity tag").
+func loadIdentities(res *load.Result) string {
+	if res.Identities > 0 {
+		return countNoun(res.Identities, "identity", "identities")
 	}
-	return countNoun(n, "identity", "identities")
+	if res.Recorded() {
+		return "no identity tag"
+	}
+	return "no identity header"
 }

@@ -24,6 +24,9 @@ func LoadJUnit(w io.Writer, res *load.Result) error {
 // verdict (an interrupted run is an error: it has none).
 func loadSuite(res *load.Result) junitSuite {
 	s := junitSuite{Name: "ratelimit load", timeS: res.ElapsedS}
+	if res.Recorded() {
+		s.Name += " (recorded by " + res.Source + ")"
+	}
 	if !res.StartedAt.IsZero() {
 		s.Timestamp = res.StartedAt.UTC().Format(time.RFC3339)
 	}
@@ -50,6 +53,9 @@ func loadSuite(res *load.Result) junitSuite {
 
 	if ch, ok := byID[load.CheckGenerator]; ok {
 		detail := fmt.Sprintf("%d sent of %d planned, nothing dropped, lateness p99 %s ms\n", res.Sent, res.Planned, loadNum(res.Lateness.P99))
+		if res.Recorded() {
+			detail = ch.Message + "\n"
+		}
 		if !ch.Pass {
 			detail = strings.Join(res.Generator.Reasons, "\n") + "\n"
 		}
@@ -66,8 +72,17 @@ func loadSuite(res *load.Result) junitSuite {
 			continue
 		}
 		c := checkCase("load.headers", name, ch, "header", loadHeaderDetail(res, ch.ID)+"\n")
-		if ch.Pass {
+		if ch.Pass && res.Headers.NotRecorded == "" {
 			c.SystemOut = loadHeaderDetail(res, ch.ID) + "\n"
+		}
+		s.Cases = append(s.Cases, c)
+	}
+
+	if ch, ok := byID[load.CheckSegments]; ok {
+		detail := ch.Message + "\n" + loadSegmentLine(res) + "\n"
+		c := checkCase("load.segments", "segments", ch, "segments", detail)
+		if ch.Pass {
+			c.SystemOut = detail
 		}
 		s.Cases = append(s.Cases, c)
 	}

@@ -23,12 +23,11 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 	st := NewStyles(w, o)
 	var b strings.Builder
 	b.WriteString(st.Dim.Render("target: "+Printable(res.Method+" "+res.Target)) + "\n")
-	ids := "no identity header"
-	if res.Identities > 0 {
-		ids = countNoun(res.Identities, "identity", "identities")
+	fmt.Fprintf(&b, "%s %s for %s, %d planned, %s, %s\n",
+		st.Title.Render("load"), Printable(res.Rate), loadSecs(res.DurationS), res.Planned, loadIdentities(res), Printable(loadRunLabel(res)))
+	if line := loadSegmentLine(res); line != "" {
+		b.WriteString(st.Dim.Render(Printable(line)) + "\n")
 	}
-	fmt.Fprintf(&b, "%s %s for %s, %d planned, %s, run %s\n",
-		st.Title.Render("load"), Printable(res.Rate), loadSecs(res.DurationS), res.Planned, ids, Printable(res.RunID))
 	if res.Interrupted {
 		b.WriteString(st.Warn.Render(fmt.Sprintf("interrupted after %s: the counts cover what ran; %d iterations never fell due", loadSecs(res.ElapsedS), res.NotStarted)) + "\n")
 	}
@@ -45,7 +44,11 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 	b.WriteString(loadTimelineTable(res, st))
 	b.WriteString("\n")
 
-	b.WriteString(loadHeadersTable(res.Headers, res.RateLimited, st))
+	if why := res.Headers.NotRecorded; why != "" {
+		b.WriteString(st.Dim.Render("header checks skipped: "+Printable(why)) + "\n")
+	} else {
+		b.WriteString(loadHeadersTable(res.Headers, res.RateLimited, st))
+	}
 	b.WriteString("\n")
 
 	if len(res.Thresholds) > 0 {
@@ -85,12 +88,15 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 	}
 
 	b.WriteString("\n")
-	if res.Generator.FellBehind {
+	switch {
+	case res.Generator.FellBehind:
 		b.WriteString(st.Warn.Render("generator fell behind (this is the load generator's limit, not the target's):") + "\n")
 		for _, r := range res.Generator.Reasons {
 			b.WriteString("  - " + Printable(r) + "\n")
 		}
-	} else {
+	case res.Recorded():
+		b.WriteString("generator: " + Printable(loadRecordedGenerator(res)) + "\n")
+	default:
 		fmt.Fprintf(&b, "generator kept up: nothing dropped, lateness p99 %s\n", Latency(res.Lateness.P99))
 	}
 	switch res.Verdict {
@@ -133,9 +139,38 @@ func loadMetrics(res *load.Result) [][]cell {
 		textCells("statuses", loadStatusLine(res.Status)),
 		textCells("refused", fmt.Sprintf("%d (%s of responses)", res.RateLimited, pct(res.RateLimitedPct/100))),
 		textCells("failed", loadFailedLine(res)),
-		textCells("vus", fmt.Sprintf("%d busy at most, %d allocated (%d pre-allocated, max %d)", res.VUs.MaxBusy, res.VUs.Peak, res.VUs.PreAllocated, res.VUs.Max)),
+		textCells("vus", loadVUsLine(res)),
 		textCells("data", loadBytesLine(res)),
 	}
+}
+
+// loadVUsLine is the vus row: what the VUs did, or that a recording does
+// not say.
+func loadVUsLine(res *load.Result) string {
+	if res.Recorded() {
+		return "not in the " + Printable(res.Source) + " recording"
+	}
+	return fmt.Sprintf("%d busy at most, %d allocated (%d pre-allocated, max %d)", res.VUs.MaxBusy, res.VUs.Peak, res.VUs.PreAllocated, res.VUs.Max)
+}
+
+// loadRunLabel ends the run's line: "run 5f2c9a1e", or for a recording
+// of another tool "recorded by k6".
+func loadRunLabel(res *load.Result) string {
+	if res.Recorded() {
+		return "recorded by " + res.Source
+	}
+	return "run " + res.RunID
+}
+
+// loadRecordedGenerator is what a recording says of its generator: the
+// generator check's message.
+func loadRecordedGenerator(res *load.Result) string {
+	for _, c := range res.CheckList() {
+		if c.ID == load.CheckGenerator {
+			return c.Message
+		}
+	}
+	return "unknown"
 }
 
 // loadLatencies is the latency table: from the send, from the due time
@@ -451,4 +486,33 @@ func loadFromV1(data []byte) (*load.Result, error) {
 	}
 	res.VerdictMessages = messages
 	return res, nil
+}
+
+// loadSegmentLine says which segment a document is, or which segments a
+// merged one holds; "" for a whole run.
+func loadSegmentLine(res *load.Result) string {
+	si := res.Segment
+	if si == nil {
+		return ""
+	}
+	start := ""
+	if si.StartAt != nil {
+		start = ", started together at " + si.StartAt.UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	if si.Index >= 0 {
+		s := fmt.Sprintf("segment %d/%d of a plan of %d%s, first iteration %s late", si.Index, si.Count, si.TotalPlanned, start, Latency(si.FirstLatenessMs))
+		if si.Expect != "" {
+			s += "; the verdict on the admitted count is the merge's"
+		}
+		return s
+	}
+	s := fmt.Sprintf("merged %d of %d segments (%d of %d planned)%s", len(si.Merged), si.Count, res.Planned, si.TotalPlanned, start)
+	if len(si.Missing) > 0 {
+		parts := make([]string, len(si.Missing))
+		for i, k := range si.Missing {
+			parts[i] = strconv.Itoa(k)
+		}
+		s += "; missing: " + strings.Join(parts, ", ")
+	}
+	return s
 }

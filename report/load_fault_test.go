@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,4 +74,26 @@ func TestLoadFaultRendered(t *testing.T) {
 			t.Errorf("%s does not name the fault and what it did:\n%s", format, out)
 		}
 	}
+}
+
+// loadMerged is loadPass as the merge of four segments, missing those
+// given (a partial merge fails its segments check).
+func loadMerged(missing []int) *load.Result {
+	res := loadPass()
+	start := res.StartedAt
+	res.Segment = &load.SegmentInfo{Index: -1, Count: 4, TotalPlanned: 600, StartAt: &start, Expect: "auto", Missing: missing}
+	for k := range 4 {
+		if !slices.Contains(missing, k) {
+			res.Segment.Merged = append(res.Segment.Merged, k)
+		}
+	}
+	res.Verdict = "pass"
+	res.VerdictMessages = nil
+	for _, c := range res.CheckList() {
+		if c.Counts() && !c.Pass {
+			res.Verdict = "fail"
+			res.VerdictMessages = append(res.VerdictMessages, c.ID+": "+c.Message)
+		}
+	}
+	return res
 }

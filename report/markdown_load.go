@@ -70,7 +70,11 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 	if res.Verdict != "pass" && res.Verdict != "fail" {
 		verdict = "**INTERRUPTED** (no verdict)"
 	}
-	fmt.Fprintf(b, "### ratelimit load: %s\n\n", verdict)
+	title := "ratelimit load"
+	if res.Recorded() {
+		title += " (recorded by " + md(res.Source) + ")"
+	}
+	fmt.Fprintf(b, "### %s: %s\n\n", title, verdict)
 	counts, warn := loadSummary(res)
 	b.WriteString(md(counts))
 	if warn != "" {
@@ -86,8 +90,11 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 	if len(res.VerdictMessages) > 0 {
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(b, "target: %s %s; %s for %s, %d planned, run %s\n\n",
-		md(res.Method), mdCode(res.Target), md(res.Rate), secs(res.DurationS), res.Planned, md(res.RunID))
+	fmt.Fprintf(b, "target: %s %s; %s for %s, %d planned, %s\n\n",
+		md(res.Method), mdCode(res.Target), md(res.Rate), secs(res.DurationS), res.Planned, md(loadRunLabel(res)))
+	if line := loadSegmentLine(res); line != "" {
+		b.WriteString(md(line) + "\n\n")
+	}
 	if res.Interrupted {
 		fmt.Fprintf(b, "Interrupted after %s: the counts cover what ran; %d iterations never fell due.\n\n", secs(res.ElapsedS), res.NotStarted)
 	}
@@ -111,6 +118,9 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 		b.WriteString("</details>\n\n")
 	}
 
+	if why := res.Headers.NotRecorded; why != "" {
+		b.WriteString("Header checks skipped: " + md(why) + "\n\n")
+	}
 	loadHeaderChecks(res).markdown(b)
 	if res.Headers.PolicyValue != "" {
 		b.WriteString("RateLimit-Policy seen: " + mdCode(res.Headers.PolicyValue) + "\n\n")
@@ -151,12 +161,15 @@ func loadMarkdown(b *strings.Builder, res *load.Result) {
 	if res.Faults != nil {
 		loadFaultMarkdown(b, res.Faults)
 	}
-	if res.Generator.FellBehind {
+	switch {
+	case res.Generator.FellBehind:
 		b.WriteString("**The generator fell behind** (the load generator's limit, not the target's):\n\n")
 		for _, r := range res.Generator.Reasons {
 			b.WriteString("- " + md(r) + "\n")
 		}
-	} else {
+	case res.Recorded():
+		b.WriteString("Generator: " + md(loadRecordedGenerator(res)) + ".\n")
+	default:
 		fmt.Fprintf(b, "Generator kept up: nothing dropped, lateness p99 %s.\n", Latency(res.Lateness.P99))
 	}
 }

@@ -1,0 +1,669 @@
+package load
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/secret"
+)
+
+// The tools whose recordings ReadRecording judges (Result.Source). A run
+// of this tool has no source ("" or SourceRatelimit).
+const (
+	SourceRatelimit = "ratelimit"
+	SourceK6        = "k6"
+	SourceVegeta    = "vegeta"
+)
+
+// Sources are the recordings ReadRecording reads, in the order --from
+// lists them.
+var Sources = []string{SourceK6, SourceVegeta}
+
+// DefaultReorderWindow is how far past the longest latency seen the
+// reorder buffer of a recording waits before it judges an arrival (see
+// ReadRecording): k6's default request timeout is 60s and vegeta's 30s,
+// so a request that timed out at the default still arrives in time.
+const DefaultReorderWindow = 60 * time.Second
+
+// maxRecordedLatency is the ceiling of a recording's latency histograms;
+// longer latencies count as this much there (the verdict uses them as they
+// are).
+const maxRecordedLatency = MaxTimeout + time.Minute
+
+// maxLine is the longest line of a k6 or vegeta NDJSON recording.
+const maxLine = 1 << 20
+
+// RecordOptions say how to read a recording and what to judge.
+type RecordOptions struct {
+	Source string // SourceK6 or SourceVegeta
+	// Name is the recording in error messages: the file, or "stdin".
+	Name string
+	// IdentityTag names what carries the identity, for one limiter per
+	// identity: k6's tag of that name on each request, vegeta's response
+	// header of that name. "" judges every request against one limiter.
+	IdentityTag string
+
+	Expect       *Expectation // nil: no verdict on the admitted count
+	ExpectStatus []int        // statuses that are not failures (default 200, 429)
+	MaxFailed    float64      // threshold on failed/completed, 0..1
+	NoMaxFailed  bool         // no MaxFailed check
+	Thresholds   []Threshold
+	HeaderMode   string // HeadersFail (default), HeadersWarn or HeadersOff
+
+	// ReorderWindow bounds the reorder buffer (DefaultReorderWindow).
+	ReorderWindow time.Duration
+}
+
+func (o RecordOptions) withDefaults() (RecordOptions, error) {
+	switch o.Source {
+	case SourceK6, SourceVegeta:
+	default:
+		return o, exitcode.Usagef("--from %q: use %s", o.Source, strings.Join(Sources, " or "))
+	}
+	if o.Name == "" {
+		o.Name = "the recording"
+	}
+	switch o.HeaderMode {
+	case "":
+		o.HeaderMode = HeadersFail
+	case HeadersFail, HeadersWarn, HeadersOff:
+	default:
+		return o, exitcode.Usagef("--headers %q: use fail (a broken rate limit header fails the verdict), warn or off", o.HeaderMode)
+	}
+	if len(o.ExpectStatus) == 0 {
+		o.ExpectStatus = DefaultExpectStatus
+	}
+	for _, s := range o.ExpectStatus {
+		if !validStatus(s) {
+			return o, exitcode.Usagef("--expect-status %d is not an HTTP status (100-999)", s)
+		}
+	}
+	if o.MaxFailed < 0 || o.MaxFailed > 1 || o.MaxFailed != o.MaxFailed {
+		return o, exitcode.Usagef("--max-failed must be between 0%% and 100%%")
+	}
+	if o.ReorderWindow == 0 {
+		o.ReorderWindow = DefaultReorderWindow
+	}
+	if o.ReorderWindow < 0 || o.ReorderWindow > MaxDuration {
+		return o, exitcode.Usagef("--reorder-window %s: want a positive duration of at most %s", o.ReorderWindow, durText(MaxDuration))
+	}
+	if o.Expect != nil {
+		if err := o.Expect.validate(); err != nil {
+			return o, err
+		}
+	}
+	if o.IdentityTag != "" && strings.TrimSpace(o.IdentityTag) == "" {
+		return o, exitcode.Usagef("--identity-tag is blank; name the tag (k6) or response header (vegeta) that carries the identity")
+	}
+	return o, nil
+}
+
+// Validate checks o as ReadRecording would, before anything is read.
+func (o RecordOptions) Validate() error {
+	_, err := o.withDefaults()
+	return err
+}
+
+// ReadRecording reads a recording of another tool and judges it as a run
+// of load would be judged: the same counts, histograms, timeline, header
+// checks, thresholds and verdict on the admitted count, in a load Result
+// whose Source names the tool. What the recording lacks is said, not
+// invented: its due times are unknown (the latency from the due time is
+// the latency from the send), dropped iterations are those it records,
+// and the header checks are skipped when it carries no response headers.
+//
+// The recording is read once, in constant memory apart from the latency
+// histograms, the timeline (one entry per second), one pair of models
+// per identity and the reorder buffer. k6 writes a request when it ends,
+// vegeta when its response is read, so the sends come out of order; the
+// replay takes them in order from a buffer that holds each arrival until
+// the recording's clock (the latest response end read so far) has passed
+// its send by the longest latency seen so far plus the window
+// (RecordOptions.ReorderWindow), and its end by the window. A response
+// that arrives later than that cannot be judged in order and is an error
+// naming its line; a request without a status (a transport error), which
+// the replay does not take, is counted wherever it comes.
+//
+// A recording may be gzipped (k6 --out json=file.gz). Every error is exit
+// 2 and one line naming the recording and the line (or vegeta record).
+func ReadRecording(r io.Reader, o RecordOptions) (*Result, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(r, 256<<10)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, exitcode.Usagef("%s: not a readable gzip file: %v", printable(o.Name), err)
+		}
+		defer zr.Close()
+		br = bufio.NewReaderSize(zr, 256<<10)
+	}
+	rec := newRecorder(o)
+	switch o.Source {
+	case SourceK6:
+		err = readK6(br, rec)
+	default:
+		err = readVegeta(br, rec)
+	}
+	if err == nil {
+		err = rec.flush()
+	}
+	if err != nil {
+		return nil, recordErr(o.Name, err)
+	}
+	res, err := rec.result()
+	if err != nil {
+		return nil, recordErr(o.Name, err)
+	}
+	return res, nil
+}
+
+// recordErr makes err one exit-2 line naming the recording; an error that
+// is already a usage error about a flag keeps its words.
+func recordErr(name string, err error) error {
+	var ue *flagError
+	if errors.As(err, &ue) {
+		return exitcode.Usagef("%s", ue.msg)
+	}
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	return exitcode.Usagef("%s: %s", printable(name), msg)
+}
+
+// flagError is a refusal that is about the flags, not the recording's
+// contents (--expect auto without headers, --identity-tag without them).
+type flagError struct{ msg string }
+
+func (e *flagError) Error() string { return e.msg }
+
+func flagErrorf(format string, args ...any) error {
+	return &flagError{msg: fmt.Sprintf(format, args...)}
+}
+
+// recorded is one request of a recording, as a parser reads it.
+type recorded struct {
+	sendNs, doneNs int64 // wall clock, Unix ns
+	status         int   // 0: no status (a transport error)
+	errKind        string
+	identity       string
+	hasIdentity    bool
+	header         http.Header // the response's headers; nil: not recorded
+	method, url    string
+}
+
+// recorder folds the requests of a recording into a Result, judging them
+// through the reorder buffer as they go.
+type recorder struct {
+	o        RecordOptions
+	expectOK [1000]bool
+
+	lat *hdrhistogram.Histogram // µs, from the send (and, due = send, from the due time)
+
+	sent, responses, allowed, limited, failed int64
+	status                                    map[int]int64
+	errs                                      map[string]int64
+	timeline                                  []map[int]int64 // by second of the send from the start
+	bytesIn, bytesOut                         int64
+	dropped                                   int64
+
+	method, url         string
+	otherURL, otherMeth bool
+
+	ids        map[string]int
+	noIdentity int64
+
+	// header inspection, by the code of a load VU (vu.inspect)
+	hv        *vu
+	inspected int64 // responses whose headers were inspected
+	headered  bool  // the recording carries response headers
+	policy    string
+
+	// the reorder buffer and the replay
+	bySend, byDone arrivalHeap
+	clock          int64 // latest response end read, Unix ns
+	maxLat         int64 // longest latency read, ns
+	firstSend      int64 // earliest and latest send read (bound the span)
+	lastSeen       int64
+	started        bool
+	startNs        int64 // send of the first request judged: the run's start
+	lastSend       int64 // send of the last arrival released to the replay
+	lastDone       int64
+	maxDone        int64
+	judge          *StreamJudge
+}
+
+func newRecorder(o RecordOptions) *recorder {
+	r := &recorder{
+		o:      o,
+		lat:    newHistogram(int64(maxRecordedLatency / time.Microsecond)),
+		status: map[int]int64{},
+		errs:   map[string]int64{},
+		ids:    map[string]int{},
+		hv:     &vu{hdr: headerCounts{policyValues: map[string]int64{}}},
+		bySend: arrivalHeap{}, byDone: arrivalHeap{done: true},
+		maxDone: math.MinInt64,
+	}
+	for _, s := range o.ExpectStatus {
+		r.expectOK[s] = true
+	}
+	return r
+}
+
+// inspect checks the rate limit headers of one response as a load run
+// does, and gives --expect auto the first valid RateLimit-Policy.
+func (r *recorder) inspect(status int, h http.Header, at time.Time) error {
+	r.headered = true
+	if status == 0 {
+		return nil
+	}
+	r.inspected++
+	r.hv.inspect(status, h, at)
+	if r.policy == "" && len(r.hv.hdr.policyValues) > 0 {
+		for v := range r.hv.hdr.policyValues {
+			r.policy = v
+		}
+		if r.judge != nil {
+			return r.judge.SetPolicy(r.policy)
+		}
+	}
+	return nil
+}
+
+// add takes one request of the recording.
+func (r *recorder) add(q *recorded) error {
+	if q.doneNs < q.sendNs {
+		return fmt.Errorf("the response ends before the request was sent")
+	}
+	if q.sendNs <= 0 {
+		return fmt.Errorf("the request was sent before 1970")
+	}
+	latNs := q.doneNs - q.sendNs
+	if latNs > int64(MaxDuration) {
+		return fmt.Errorf("a latency of %s is longer than a recording may span (%s)", time.Duration(latNs), durText(MaxDuration))
+	}
+	if r.sent == 0 {
+		r.firstSend, r.lastSeen = q.sendNs, q.sendNs
+		r.method, r.url = q.method, q.url
+	}
+	if lo, hi := min(r.firstSend, q.sendNs), max(r.lastSeen, q.sendNs); hi-lo >= int64(MaxDuration) {
+		other := r.firstSend
+		if q.sendNs == lo {
+			other = r.lastSeen
+		}
+		return fmt.Errorf("sent at %s, %s or more from the request sent at %s: a recording spans less than %s",
+			stamp(q.sendNs), durText(MaxDuration), stamp(other), durText(MaxDuration))
+	}
+	r.firstSend, r.lastSeen = min(r.firstSend, q.sendNs), max(r.lastSeen, q.sendNs)
+	if q.url != r.url {
+		r.otherURL = true
+	}
+	if q.method != r.method {
+		r.otherMeth = true
+	}
+	status, kind := q.status, q.errKind
+	if status != 0 && !validStatus(status) {
+		status, kind = 0, "malformed response"
+	}
+	if status == 0 && kind == "" {
+		kind = "other"
+	}
+	r.sent++
+	record(r.lat, time.Duration(latNs))
+	if status == 0 {
+		r.errs[kind]++
+		r.failed++
+	} else {
+		r.responses++
+		r.status[status]++
+		if !r.expectOK[status] {
+			r.failed++
+		}
+		if status == http.StatusTooManyRequests {
+			r.limited++
+		} else if status >= 200 && status < 400 {
+			r.allowed++
+		}
+	}
+	if q.header != nil {
+		if err := r.inspect(status, q.header, time.Unix(0, q.doneNs)); err != nil {
+			return err
+		}
+	} else if status != 0 && r.o.Source == SourceVegeta && r.o.IdentityTag != "" {
+		return flagErrorf("--identity-tag %s: %s carries responses without headers (older vegeta versions record none), so no response header can name the identity; drop --identity-tag", printable(r.o.IdentityTag), printable(r.o.Name))
+	}
+	id := 0
+	if r.o.IdentityTag != "" {
+		if !q.hasIdentity {
+			r.noIdentity++
+		}
+		k, ok := r.ids[q.identity]
+		if !ok {
+			if len(r.ids) >= MaxIdentities {
+				return fmt.Errorf("more than %s identities (%s values): the ceiling of --identities", commas(MaxIdentities), printable(r.o.IdentityTag))
+			}
+			k = len(r.ids)
+			r.ids[q.identity] = k
+		}
+		id = k
+	}
+	r.clock = max(r.clock, q.doneNs)
+	r.maxLat = max(r.maxLat, latNs)
+	r.maxDone = max(r.maxDone, q.doneNs)
+	a := Arrival{Identity: id, DueNs: q.sendNs, SendNs: q.sendNs, DoneNs: q.doneNs, Status: status}
+	// Later than the buffer allowed (requests sent after it were judged):
+	// what only counts is counted where it comes; the replay of its
+	// identity may have moved past it, which is an error.
+	if r.started && q.sendNs < r.lastSend {
+		if q.sendNs < r.startNs {
+			return r.late(latNs)
+		}
+		if err := r.releaseSend(a); err != nil {
+			return r.lateOr(err, latNs)
+		}
+	} else {
+		r.bySend.push(a)
+	}
+	if status == 0 || r.o.Expect == nil {
+		return r.release(false)
+	}
+	if r.started && q.doneNs < r.lastDone {
+		if err := r.releaseDone(a); err != nil {
+			return r.lateOr(err, latNs)
+		}
+	} else {
+		r.byDone.push(a)
+	}
+	return r.release(false)
+}
+
+func (r *recorder) lateOr(err error, latNs int64) error {
+	if errors.Is(err, ErrOutOfOrder) {
+		return r.late(latNs)
+	}
+	return err
+}
+
+func (r *recorder) late(latNs int64) error {
+	return fmt.Errorf("this response (latency %s) arrives after requests sent later were judged: the reorder buffer waits for the longest latency read before it (%s) + %s; raise --reorder-window",
+		time.Duration(latNs).Round(time.Millisecond), time.Duration(r.maxLat).Round(time.Millisecond), r.o.ReorderWindow)
+}
+
+// release hands the replay what the buffer may let go: arrivals sent
+// before clock - (longest latency + window), responses ended before
+// clock - window; at the end (all), everything.
+func (r *recorder) release(all bool) error {
+	w := int64(r.o.ReorderWindow)
+	for r.bySend.len() > 0 && (all || r.bySend.min() < r.clock-r.maxLat-w) {
+		if err := r.releaseSend(r.bySend.pop()); err != nil {
+			return err
+		}
+	}
+	for r.started && r.byDone.len() > 0 && (all || r.byDone.min() < r.clock-w) {
+		if err := r.releaseDone(r.byDone.pop()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// releaseDone gives one response to the replay at its end.
+func (r *recorder) releaseDone(a Arrival) error {
+	r.lastDone = max(r.lastDone, a.DoneNs)
+	a.SendNs -= r.startNs
+	a.DueNs -= r.startNs
+	a.DoneNs -= r.startNs
+	return r.judge.Done(a)
+}
+
+// releaseSend counts one arrival in the timeline and gives it to the
+// replay at its send; the first one released is the run's start.
+func (r *recorder) releaseSend(a Arrival) error {
+	if !r.started {
+		r.started, r.startNs = true, a.SendNs
+		if r.o.Expect != nil {
+			r.judge = NewStreamJudge(*r.o.Expect, r.startNs/1e6)
+			if r.policy != "" {
+				if err := r.judge.SetPolicy(r.policy); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	r.lastSend = max(r.lastSend, a.SendNs)
+	a.SendNs -= r.startNs
+	a.DueNs -= r.startNs
+	a.DoneNs -= r.startNs
+	sec := int(a.SendNs / 1e9)
+	for len(r.timeline) <= sec {
+		r.timeline = append(r.timeline, nil)
+	}
+	if r.timeline[sec] == nil {
+		r.timeline[sec] = map[int]int64{}
+	}
+	r.timeline[sec][a.Status]++
+	if r.judge != nil {
+		return r.judge.Send(a)
+	}
+	return nil
+}
+
+// flush releases everything once the recording is read.
+func (r *recorder) flush() error {
+	if r.sent == 0 {
+		return fmt.Errorf("no request in it")
+	}
+	return r.release(true)
+}
+
+// result is the recording as a load run's result, judged.
+func (r *recorder) result() (*Result, error) {
+	o := r.o
+	if o.Expect != nil && o.Expect.Auto && !r.headered {
+		return nil, flagErrorf("--expect auto needs RateLimit-Policy, which %s lacks (%s); give --expect MODEL, e.g. token-bucket:burst=10,rate=5/s", printable(o.Name), r.noHeadersWhy())
+	}
+	res := &Result{
+		Kind: Kind, Version: 1, Source: o.Source,
+		Target: secret.URL(r.url), Method: r.method, StartedAt: time.Unix(0, r.startNs).UTC(),
+		Planned: addSat(r.sent, r.dropped), Sent: r.sent, Completed: r.sent, Responses: r.responses,
+		Dropped: r.dropped, DroppedNoVU: r.dropped,
+		BytesIn: r.bytesIn, BytesOut: r.bytesOut,
+		Status: map[string]int64{}, Errors: r.errs,
+		Allowed: r.allowed, RateLimited: r.limited, Failed: r.failed,
+	}
+	if o.IdentityTag != "" {
+		res.Identities = len(r.ids)
+	}
+	for s, n := range r.status {
+		res.Status[strconv.Itoa(s)] = n
+	}
+	// the duration of a run whose n sends span the first to the last:
+	// n intervals of span/(n-1), as load's n sends at rate R last n/R
+	span := float64(r.lastSend-r.startNs) / 1e9
+	if r.sent > 1 && span > 0 {
+		res.DurationS = span * float64(r.sent) / float64(r.sent-1)
+		res.RatePerS = float64(res.Planned) / res.DurationS
+		res.Rate = rate.Rate{Count: math.Round(res.RatePerS*100) / 100, Per: time.Second}.String()
+		res.AchievedRate = float64(r.sent) / res.DurationS
+	}
+	res.ElapsedS = float64(r.maxDone-r.startNs) / 1e9
+	if res.ElapsedS > 0 {
+		res.ResponsesPerS = float64(r.responses) / res.ElapsedS
+	}
+	if res.Completed > 0 {
+		res.FailedPct = 100 * float64(res.Failed) / float64(res.Completed)
+	}
+	if res.Responses > 0 {
+		res.RateLimitedPct = 100 * float64(res.RateLimited) / float64(res.Responses)
+	}
+	res.Timeline = make([]Second, len(r.timeline))
+	for sec, m := range r.timeline {
+		st := map[string]int64{}
+		for s, n := range m {
+			if s == 0 {
+				st["error"] += n
+			} else {
+				st[strconv.Itoa(s)] += n
+			}
+		}
+		res.Timeline[sec] = Second{Second: sec, Status: st}
+	}
+	// due = send: both latencies are the one from the send
+	res.Latency = latency(r.lat)
+	res.LatencyFromDue = res.Latency
+	res.LatencyHistogram = latencyHistogram(r.lat)
+	res.LatencyFromDueHistogram = latencyHistogram(r.lat)
+
+	if r.dropped > 0 {
+		res.Generator = GenStat{FellBehind: true, Reasons: []string{fmt.Sprintf(
+			"k6 dropped %d iterations: no VU was free when they fell due (raise preAllocatedVUs or maxVUs of the scenario; the target's p99 is %.1f ms)", r.dropped, res.Latency.P99)}}
+	}
+	res.Headers = r.headers()
+
+	checks := []Threshold{}
+	if !o.NoMaxFailed {
+		checks = append(checks, Threshold{Metric: "failed", Op: "<=", Value: o.MaxFailed * 100, Pct: true, Unit: "%"})
+	}
+	res.Thresholds = []Check{}
+	for _, t := range append(checks, o.Thresholds...) {
+		res.Thresholds = append(res.Thresholds, t.check(res))
+	}
+	if o.Expect != nil {
+		j := r.judge.Finish(max(res.Identities, 1), res.Latency.P99, res.Headers.PolicyValue)
+		res.Expect = &j
+	}
+	res.Notes = r.recordingNotes(res)
+
+	res.Verdict = "pass"
+	for _, c := range res.Thresholds {
+		if !c.Pass {
+			res.Verdict = "fail"
+			res.VerdictMessages = append(res.VerdictMessages, c.Message)
+		}
+	}
+	if res.Expect != nil && !res.Expect.Pass {
+		res.Verdict = "fail"
+		res.VerdictMessages = append(res.VerdictMessages, res.Expect.Line())
+	}
+	if res.Headers.Mode == HeadersFail {
+		for _, c := range res.headerChecks() {
+			if !c.Pass && !c.Skipped {
+				res.Verdict = "fail"
+				res.VerdictMessages = append(res.VerdictMessages, c.ID+": "+c.Message)
+			}
+		}
+	}
+	if NoLimiterSeen(res) {
+		if o.Expect != nil {
+			res.Verdict = "fail"
+			res.VerdictMessages = append(res.VerdictMessages, noLimiterMessage(res))
+		} else {
+			res.Notes = append(res.Notes, noLimiterMessage(res))
+		}
+	}
+	return res, nil
+}
+
+// headers folds what the inspection counted into the run's Headers, as
+// load's merge does for its VUs; without headers in the recording, it
+// says why, and the header checks are skipped.
+func (r *recorder) headers() Headers {
+	h := Headers{Mode: r.o.HeaderMode}
+	if !r.headered {
+		h.NotRecorded = r.noHeadersWhy()
+		return h
+	}
+	c := r.hv.hdr
+	h.Responses = r.inspected
+	h.RateLimit = FieldStat{Checked: r.inspected, Present: c.limitPresent, Valid: c.limitValid, Example: c.limitErr}
+	h.Policy = FieldStat{Checked: r.inspected, Present: c.policyPresent, Valid: c.policyValid, Example: c.policyErr}
+	h.RetryAfter = FieldStat{Checked: c.retryChecked, Present: c.retryPresent, Valid: c.retryValid, Example: c.retryErr}
+	h.Storable429, h.StorableWhy = c.storable, c.storableWhy
+	h.Legacy, h.LegacyName = c.legacy, c.legacyPrefix
+	h.WrongStatus, h.WrongStatusExample = c.wrongStatus, c.wrongStatusExample
+	h.ResetBeyondWindow, h.ResetExample = c.resetBeyond, c.resetExample
+	h.PolicyValue = mostCommon(c.policyValues)
+	return h
+}
+
+// K6HeaderMetric is the custom k6 metric whose points carry a response's
+// rate limit headers as tags (README: "Already using k6 or vegeta?").
+const K6HeaderMetric = "ratelimit_headers"
+
+// noHeadersWhy says why the recording has no headers and how to record
+// them.
+func (r *recorder) noHeadersWhy() string {
+	if r.o.Source == SourceK6 {
+		return "k6 records no response headers; to check them, add a Counter named " + K6HeaderMetric +
+			" in the script and count each response with its RateLimit, RateLimit-Policy, Retry-After and Cache-Control headers and its status as tags (see the README)"
+	}
+	return "this vegeta recording carries no response headers (older vegeta versions record none; v12.13.0 records them in every result)"
+}
+
+// recordingNotes say what the recording could not tell.
+func (r *recorder) recordingNotes(res *Result) []string {
+	var notes []string
+	n := fmt.Sprintf("recorded by %s: the due times are not in the recording, so the latency from the due time is the latency from the send and the lateness is unknown", r.o.Source)
+	if r.o.Source == SourceVegeta {
+		n += "; vegeta records no dropped iterations (when it falls behind it sends late)"
+	}
+	notes = append(notes, n)
+	if r.otherURL || r.otherMeth {
+		notes = append(notes, fmt.Sprintf("the requests went to more than one method or URL (the first: %s %s); the verdict takes them as one limited endpoint", printable(r.method), printable(secret.URL(r.url))))
+	}
+	if r.o.IdentityTag != "" && r.noIdentity > 0 {
+		what := "tag"
+		if r.o.Source == SourceVegeta {
+			what = "response header"
+		}
+		notes = append(notes, fmt.Sprintf("%d of %d requests carry no %s %s: they are judged as one more identity", r.noIdentity, r.sent, printable(r.o.IdentityTag), what))
+	}
+	if r.headered && r.inspected != res.Responses {
+		notes = append(notes, fmt.Sprintf("headers were recorded for %d of %d responses; the header checks count those", r.inspected, res.Responses))
+	}
+	return notes
+}
+
+// noLimiterMessage is NoLimiterNote, for a recording that could not show
+// the headers said so.
+func noLimiterMessage(res *Result) string {
+	if res.Headers.NotRecorded != "" {
+		return NoLimiterNoteUnrecorded
+	}
+	return NoLimiterNote
+}
+
+// NoLimiterNoteUnrecorded is NoLimiterNote for a recording without headers.
+const NoLimiterNoteUnrecorded = "no 429 seen (and the recording has no headers to show a RateLimit field): there may be no limiter in front of this URL"
+
+// addSat adds two counts of at least 0, stopping at the largest int64
+// instead of overflowing (a hostile recording's byte counts).
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// unixNano is t in Unix nanoseconds, for the times an int64 of them holds
+// (1970 to 2262): a garbled year must not wrap around.
+func unixNano(t time.Time) (int64, error) {
+	if y := t.Year(); y < 1970 || y > 2261 {
+		return 0, fmt.Errorf("the time %s is not between 1970 and 2261", t.UTC().Format(time.RFC3339Nano))
+	}
+	return t.UnixNano(), nil
+}
+
+func stamp(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
