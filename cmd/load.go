@@ -17,6 +17,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/report"
+	"github.com/ratelimit-dev/ratelimit/secret"
 	"github.com/ratelimit-dev/ratelimit/userfile"
 )
 
@@ -200,7 +201,7 @@ as Basic auth and masked in every output and error.`,
 	fl.StringVar(&opts.Segment, "segment", "", "run only execution segment I/N of the plan (I from 0), or k8s: I from $JOB_COMPLETION_INDEX and N from --segments or $RATELIMIT_SEGMENTS; merge the documents with 'ratelimit report merge'")
 	fl.StringVar(&opts.RunID, "run-id", "", "the run's id, in its identities load-<id>-<n> (default: random; for --segment, derived from the plan and --start-at, so every segment sends the same identities)")
 	fl.IntVar(&opts.Segments, "segments", 0, "N for --segment k8s (default $RATELIMIT_SEGMENTS)")
-	fl.StringVar(&opts.StartAt, "start-at", "", "start the clock at this wall-clock instant: RFC 3339 (2026-12-03T15:00:00Z, for segments on several machines) or +D (D from now, e.g. +10s)")
+	fl.StringVar(&opts.StartAt, "start-at", "", "start the clock at this wall-clock instant: RFC 3339 (2026-12-03T15:00:00Z; what --segment needs) or +D (D from now, e.g. +10s, for a single run)")
 	fl.StringArrayVar(&opts.Faults, "fault", nil, "inject a fault into --fault-redis during the run: pause:3s@10s, pause-write:3s@10s, drop-clients@10s, flush-scripts@10s, failover@10s (a cluster: of --fault-key's primary; a standalone primary: its replica), stop:3s@10s and restart@10s (servers this process started) (repeatable)")
 	fl.StringVar(&opts.FaultRedis, "fault-redis", "", "the Redis behind the target, where --fault goes (never inferred): loopback or a sandbox, else "+fault.AllowRemoteFlag)
 	fl.BoolVar(&opts.AllowRemote, strings.TrimPrefix(fault.AllowRemoteFlag, "--"), false, "let --fault go to a server that is not on loopback")
@@ -506,10 +507,13 @@ func (opts *loadOptions) runID(target string, seg load.Segment, startAt time.Tim
 		return id, nil
 	}
 	if seg.Count > 1 {
+		if strings.HasPrefix(strings.TrimSpace(opts.StartAt), "+") {
+			return "", exitcode.Usagef("--start-at %s is from now, so each segment would start at its own instant: give the segments one RFC 3339 time, e.g. --start-at $(date -u -d '+10 sec' +%%Y-%%m-%%dT%%H:%%M:%%SZ)", strings.TrimSpace(opts.StartAt))
+		}
 		if startAt.IsZero() {
 			return "", exitcode.Usagef("--segment needs --start-at (the instant every segment starts) or --run-id, so the segments send the same identities")
 		}
-		sum := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%s|%d|%s", target, opts.Rate, opts.Duration, seg.Count, startAt.UTC().Format(time.RFC3339Nano)))
+		sum := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%s|%d|%s", secret.URL(target), opts.Rate, opts.Duration, seg.Count, startAt.UTC().Format(time.RFC3339Nano)))
 		return hex.EncodeToString(sum[:4]), nil
 	}
 	return uuid.NewString()[:8], nil

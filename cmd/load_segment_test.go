@@ -85,15 +85,16 @@ func TestSegmentFlags(t *testing.T) {
 		env  map[string]string
 		want string // error text; "" for valid
 	}{
-		{[]string{"--segment", "1/4", "--start-at", "+5s"}, nil, ""},
+		{[]string{"--segment", "1/4", "--start-at", "2026-12-02T12:00:10Z"}, nil, ""},
+		{[]string{"--segment", "1/4", "--start-at", "+5s"}, nil, "from now"},
 		{[]string{"--segment", "1/4", "--run-id", "shared"}, nil, ""},
 		{[]string{"--segment", "1/4"}, nil, "needs --start-at"},
 		{[]string{"--segment", "1/4", "--run-id", "a b"}, nil, "--run-id"},
-		{[]string{"--segment", "4/4", "--start-at", "+5s"}, nil, "runs from 0 to 3"},
+		{[]string{"--segment", "4/4", "--start-at", "2026-12-02T12:00:10Z"}, nil, "runs from 0 to 3"},
 		{[]string{"--segment", "a/4"}, nil, "want I/N"},
 		{[]string{"--segment", "k8s"}, nil, "JOB_COMPLETION_INDEX"},
 		{[]string{"--segment", "k8s"}, map[string]string{"JOB_COMPLETION_INDEX": "1"}, "RATELIMIT_SEGMENTS"},
-		{[]string{"--segment", "k8s", "--start-at", "+5s"}, map[string]string{"JOB_COMPLETION_INDEX": "1", "RATELIMIT_SEGMENTS": "3"}, ""},
+		{[]string{"--segment", "k8s", "--start-at", "2026-12-02T12:00:10Z"}, map[string]string{"JOB_COMPLETION_INDEX": "1", "RATELIMIT_SEGMENTS": "3"}, ""},
 		{[]string{"--segments", "3"}, nil, "needs --segment k8s"},
 		{[]string{"--start-at", "+10s"}, nil, ""},
 		{[]string{"--start-at", "yesterday"}, nil, "RFC 3339"},

@@ -44,9 +44,10 @@ Output (-o) as load's: text, json (a load document for 'ratelimit report',
 --out FILE too), markdown, junit. Exit codes: 0 pass, 1 a check failed (or
 segments are missing), 2 bad input.`,
 		Example: `  # four segments on one machine, starting together
+  start=$(date -u -d '+5 sec' +%Y-%m-%dT%H:%M:%SZ)
   for i in 0 1 2 3; do
     ratelimit load --target http://127.0.0.1:8011/hello --rate 2000/s --duration 60s \
-      --segment $i/4 --start-at +5s --run-id r1 --expect token-bucket:burst=10,rate=5/s \
+      --segment $i/4 --start-at "$start" --expect token-bucket:burst=10,rate=5/s \
       -o json > seg$i.json &
   done; wait
   ratelimit merge seg*.json --out run.json
@@ -102,7 +103,7 @@ func runMerge(opts *mergeOptions) error {
 	if err := em.emit(m); err != nil {
 		return err
 	}
-	if m.Verdict == "fail" {
+	if m.Verdict != "pass" {
 		return exitcode.Failf("merge: %s", strings.Join(m.VerdictMessages, "; "))
 	}
 	return nil

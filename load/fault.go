@@ -239,9 +239,7 @@ func judgeFaults(f *Faults, ds []Disruption, start time.Time, in faultInput) *Fa
 				if !d.End.IsZero() {
 					spans[i].end = max(d.End.Sub(start), spans[i].start)
 				}
-				if d.Err == "" {
-					r.Behaviour = ""
-				}
+				r.Behaviour = "" // it was in force: classify it, error or not
 			} else if r.Error == "" {
 				r.Error = "not played"
 			}
@@ -305,7 +303,8 @@ func judgeFaults(f *Faults, ds []Disruption, start time.Time, in faultInput) *Fa
 		if r.Behaviour == "" {
 			r.Behaviour = classify429(in, during, spans[i].end-spans[i].start, rep.BaselineP99Ms)
 		}
-		r.Pass = r.Behaviour != NotInjected && contains(r.Allowed, r.Behaviour)
+		r.Pass = r.Behaviour != NotInjected && contains(r.Allowed, r.Behaviour) && r.Error == "" &&
+			(in.params != nil || f.During == DuringAny)
 		next := in.duration
 		if i+1 < len(spans) {
 			next = spans[i+1].start
@@ -405,8 +404,10 @@ func classify429(in faultInput, w *FaultWindow, length time.Duration, baseP99Ms 
 	if length >= MinStall && w.MaxMs-baseP99Ms >= StallShare*msOf(length) {
 		return Stalled
 	}
+	// a request without a status was not admitted: for fail-closed it is
+	// a refusal, not an unknown that widens the tolerance
 	refused := w.Limited + w.ServerErrors + w.Errors + w.OtherFailed
-	if in.params != nil && -w.Extra > w.Tolerance && refused > 0 {
+	if in.params != nil && -w.Extra > w.Tolerance-w.Errors && refused > 0 {
 		return FailClosed
 	}
 	if in.params == nil && w.ServerErrors+w.Errors > 0 {
@@ -460,7 +461,12 @@ func faultLine(r FaultResult, w *FaultWindow, model bool) string {
 	} else {
 		b.WriteString("; not back within tolerance before the run or the next fault")
 	}
-	if !r.Pass {
+	switch {
+	case r.Error != "":
+		fmt.Fprintf(&b, "; the fault failed: %s", r.Error)
+	case !model && !r.Pass:
+		b.WriteString("; no model to tell fail-open from unaffected (--expect auto found no RateLimit-Policy): give --expect MODEL")
+	case !r.Pass:
 		fmt.Fprintf(&b, "; --during-fault allows %s", strings.Join(r.Allowed, " or "))
 	}
 	return b.String()

@@ -278,3 +278,53 @@ func TestRunWithFaults(t *testing.T) {
 	}
 	t.Log(f.Line)
 }
+
+// A target that drops every connection while the fault holds (no status
+// at all) failed closed: requests without a status are refusals here,
+// not unknowns that widen the tolerance.
+func TestJudgeFaultsTransportErrorsFailClosed(t *testing.T) {
+	arr := synthRun(t, Unaffected)
+	for i := range arr {
+		if d := arr[i].DueNs; d >= int64(3*time.Second) && d < int64(5*time.Second) {
+			arr[i].Status = 0
+		}
+	}
+	start := time.Unix(1000, 0)
+	p := faultParams
+	in := faultInput{arrivals: arr, identities: 1, startMs: 1_000_000, duration: 10 * time.Second,
+		expectOK: func(s int) bool { return s == 200 || s == 429 }, params: &p, model: specOf(p)}
+	ds := []Disruption{{Spec: "pause:2s@3s", Kind: "pause", Start: start.Add(3 * time.Second), End: start.Add(5 * time.Second), Timed: true}}
+	rep := judgeFaults(synthFaults(DuringOpen, 0), ds, start, in)
+	if f := rep.Faults[0]; f.Behaviour != FailClosed || f.Pass {
+		t.Fatalf("%s", f.Line)
+	}
+}
+
+// Without a model nothing tells fail-open from unaffected: a gate other
+// than any fails, saying why.
+func TestJudgeFaultsNoModelFailsGates(t *testing.T) {
+	start := time.Unix(1000, 0)
+	in := faultInput{arrivals: synthRun(t, FailOpen), identities: 1, startMs: 1_000_000, duration: 10 * time.Second,
+		expectOK: func(s int) bool { return s == 200 || s == 429 }}
+	ds := []Disruption{{Spec: "pause:2s@3s", Kind: "pause", Start: start.Add(3 * time.Second), End: start.Add(5 * time.Second), Timed: true}}
+	for during, pass := range map[string]bool{DuringClosed: false, DuringUnaffected: false, DuringAny: true} {
+		f := judgeFaults(synthFaults(during, 0), ds, start, in).Faults[0]
+		if f.Pass != pass || !pass && !strings.Contains(f.Line, "no model") {
+			t.Errorf("--during-fault %s without a model: pass %v: %s", during, f.Pass, f.Line)
+		}
+	}
+}
+
+// A fault that was in force and then failed (an undo that did not take)
+// is classified and fails its check with the error.
+func TestJudgeFaultsPlayedThenFailed(t *testing.T) {
+	start := time.Unix(1000, 0)
+	p := faultParams
+	in := faultInput{arrivals: synthRun(t, FailOpen), identities: 1, startMs: 1_000_000, duration: 10 * time.Second,
+		expectOK: func(s int) bool { return s == 200 || s == 429 }, params: &p, model: specOf(p)}
+	ds := []Disruption{{Spec: "pause:2s@3s", Kind: "pause", Start: start.Add(3 * time.Second), End: start.Add(5 * time.Second), Timed: true, Err: "CLIENT UNPAUSE: connection refused"}}
+	f := judgeFaults(synthFaults(DuringOpen, 0), ds, start, in).Faults[0]
+	if f.Behaviour != FailOpen || f.Pass || !strings.Contains(f.Line, "UNPAUSE") {
+		t.Fatalf("%+v", f)
+	}
+}

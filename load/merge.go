@@ -209,7 +209,9 @@ func (res *Result) settle(expectGiven bool) {
 			res.Notes = append(res.Notes, NoLimiterNote)
 		}
 	}
-	if res.Interrupted {
+	if res.Interrupted && (res.Segment == nil || res.Segment.Index >= 0) {
+		// a merge of an interrupted segment is not itself interrupted:
+		// its segments check fails
 		res.Verdict = "interrupted"
 	}
 }

@@ -153,9 +153,6 @@ func (o Options) Validate() error {
 			return err
 		}
 	}
-	if o.Faults != nil {
-		return o.Faults.validate(o.Duration, o.Expect)
-	}
 	return nil
 }
 
@@ -278,6 +275,9 @@ func (o Options) withDefaults() (Options, error) {
 			fc.During = DuringAny
 		}
 		o.Faults = &fc
+		if err := fc.validate(o.Duration, o.Expect); err != nil {
+			return o, err
+		}
 		ceiling, why = MaxPlannedExpect, " with --fault (every arrival is kept for the windows)"
 	}
 	if o.Expect != nil {

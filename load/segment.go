@@ -53,6 +53,9 @@ type SegmentInfo struct {
 	// lacks (a merged document only).
 	Merged  []int `json:"merged,omitempty"`
 	Missing []int `json:"missing,omitempty"`
+	// Incomplete lists the merged segments that were interrupted or
+	// aborted (a merged document only).
+	Incomplete []int `json:"incomplete,omitempty"`
 }
 
 // SegmentHistograms are HDR histograms in the V2 compressed encoding.
@@ -96,10 +99,17 @@ func (r *Result) segmentChecks() []doc.Check {
 		return []doc.Check{{ID: CheckSegments, Pass: true, Skipped: true,
 			Message: fmt.Sprintf("segment %d/%d: the verdict on the admitted count (--expect %s) is judged when the segments are merged (ratelimit merge)", si.Index, si.Count, si.Expect)}}
 	}
-	c := doc.Check{ID: CheckSegments, Pass: len(si.Missing) == 0,
+	c := doc.Check{ID: CheckSegments, Pass: len(si.Missing) == 0 && len(si.Incomplete) == 0,
 		Message: fmt.Sprintf("all %d segments merged", si.Count)}
-	if !c.Pass {
-		c.Message = fmt.Sprintf("partial: segments %s of %d missing; the counts and the verdict cover %d of %d", intList(si.Missing), si.Count, len(si.Merged), si.Count)
+	var why []string
+	if len(si.Missing) > 0 {
+		why = append(why, fmt.Sprintf("partial: segments %s of %d missing; the counts and the verdict cover %d of %d", intList(si.Missing), si.Count, len(si.Merged), si.Count))
+	}
+	if len(si.Incomplete) > 0 {
+		why = append(why, fmt.Sprintf("segments %s were interrupted or aborted: the counts cover what ran, and the admitted count is not judged", intList(si.Incomplete)))
+	}
+	if len(why) > 0 {
+		c.Message = strings.Join(why, "; ")
 	}
 	return []doc.Check{c}
 }
@@ -188,6 +198,9 @@ func Merge(docs []*Result) (*Result, error) {
 		if d.Segment == nil || d.Segment.Index < 0 {
 			return nil, exitcode.Usagef("merge: document %d is not a segment's (run it with --segment I/N)", i+1)
 		}
+		if si := d.Segment; si.Count < 2 || si.Count > MaxSegments || si.Index >= si.Count {
+			return nil, exitcode.Usagef("merge: document %d: segment %d of %d is out of range (2 to %d segments)", i+1, si.Index, si.Count, MaxSegments)
+		}
 	}
 	seen := map[int]bool{}
 	for i, d := range docs {
@@ -254,6 +267,9 @@ func Merge(docs []*Result) (*Result, error) {
 		m.NotStarted += d.NotStarted
 		m.Interrupted = m.Interrupted || d.Interrupted
 		m.Aborted = m.Aborted || d.Aborted
+		if d.Interrupted || d.Aborted {
+			m.Segment.Incomplete = append(m.Segment.Incomplete, si.Index)
+		}
 		if m.AbortReason == "" && d.AbortReason != "" {
 			m.AbortReason = fmt.Sprintf("segment %d: %s", si.Index, d.AbortReason)
 		}
@@ -271,12 +287,15 @@ func Merge(docs []*Result) (*Result, error) {
 		for k, n := range d.Errors {
 			m.Errors[k] += n
 		}
+		// a segment that started later counts its seconds from its start
+		shift := max(int(d.StartedAt.Sub(m.StartedAt)/time.Second), 0)
 		for _, s := range d.Timeline {
-			if timeline[s.Second] == nil {
-				timeline[s.Second] = map[string]int64{}
+			sec := s.Second + shift
+			if timeline[sec] == nil {
+				timeline[sec] = map[string]int64{}
 			}
 			for k, n := range s.Status {
-				timeline[s.Second][k] += n
+				timeline[sec][k] += n
 			}
 		}
 		m.VUs.PreAllocated += d.VUs.PreAllocated
@@ -321,7 +340,15 @@ func Merge(docs []*Result) (*Result, error) {
 		m.Timeline = append(m.Timeline, Second{Second: sec, Status: st})
 	}
 
-	latH, dueH, lateH := mergeHDR(lat), mergeHDR(fromDue), mergeHDR(late)
+	var hists [3]*hdrhistogram.Histogram
+	for i, hs := range [][]*hdrhistogram.Histogram{lat, fromDue, late} {
+		h, err := mergeHDR(hs)
+		if err != nil {
+			return nil, exitcode.Usagef("merge: %v", err)
+		}
+		hists[i] = h
+	}
+	latH, dueH, lateH := hists[0], hists[1], hists[2]
 	m.Latency, m.LatencyFromDue, m.Lateness = latency(latH), latency(dueH), latency(lateH)
 	m.LatencyHistogram, m.LatencyFromDueHistogram = latencyHistogram(latH), latencyHistogram(dueH)
 	m.Segment.Histograms = SegmentHistograms{Latency: encodeHDR(latH), LatencyFromDue: encodeHDR(dueH), Lateness: encodeHDR(lateH)}
@@ -376,6 +403,8 @@ func samePlan(a, b *Result) string {
 		return fmt.Sprintf("rate %s, not %s", b.Rate, a.Rate)
 	case a.DurationS != b.DurationS:
 		return fmt.Sprintf("duration %gs, not %gs", b.DurationS, a.DurationS)
+	case a.TimeoutS != b.TimeoutS:
+		return fmt.Sprintf("timeout %gs, not %gs (the latency histograms' range depends on it)", b.TimeoutS, a.TimeoutS)
 	case a.Identities != b.Identities:
 		return fmt.Sprintf("%d identities, not %d", b.Identities, a.Identities)
 	case a.RunID != b.RunID:
@@ -404,12 +433,16 @@ func thresholdIDs(r *Result) []string {
 	return ids
 }
 
-func mergeHDR(hs []*hdrhistogram.Histogram) *hdrhistogram.Histogram {
-	out := hs[0]
+// mergeHDR adds the histograms into a copy of the first; a value the
+// result cannot hold (another geometry) is an error, never dropped.
+func mergeHDR(hs []*hdrhistogram.Histogram) (*hdrhistogram.Histogram, error) {
+	out := hs[0].Clone()
 	for _, h := range hs[1:] {
-		out.Merge(h)
+		if dropped := out.Merge(h); dropped > 0 {
+			return nil, fmt.Errorf("%d latency values beyond the histogram's range", dropped)
+		}
 	}
-	return out
+	return out, nil
 }
 
 // mergeHeaders adds b's header counts to a's (the first example wins).

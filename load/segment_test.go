@@ -129,6 +129,20 @@ func TestMergeSegments(t *testing.T) {
 	if _, err := Merge([]*Result{res}); exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("a whole run merged: %v", err)
 	}
+	cut := *docs[1]
+	cut.Interrupted = true
+	im, err := Merge([]*Result{docs[0], &cut, docs[2], docs[3]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.Verdict != "fail" || im.Expect != nil || len(im.Segment.Incomplete) != 1 {
+		t.Errorf("a merge with an interrupted segment: verdict %q expect %v incomplete %v", im.Verdict, im.Expect, im.Segment.Incomplete)
+	}
+	slow := *docs[3]
+	slow.TimeoutS = 60
+	if _, err := Merge([]*Result{docs[0], &slow}); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "timeout") {
+		t.Errorf("another timeout: %v", err)
+	}
 }
 
 // TestHDRMergeLossless: the percentiles of histograms merged from their
@@ -156,7 +170,10 @@ func TestHDRMergeLossless(t *testing.T) {
 		}
 		decoded = append(decoded, d)
 	}
-	m := mergeHDR(decoded)
+	m, err := mergeHDR(decoded)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if m.TotalCount() != one.TotalCount() {
 		t.Fatalf("count %d, want %d", m.TotalCount(), one.TotalCount())
 	}

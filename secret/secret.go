@@ -204,8 +204,8 @@ func faultSpec(w string) bool {
 }
 
 func durationText(s string) bool {
-	if s == "" || s[0] < '0' || s[0] > '9' || len(s) > 24 {
-		return false
+	if s == "" || s[0] < '0' || s[0] > '9' || len(s) > 24 || !strings.ContainsAny(s[len(s)-1:], "hmsn") {
+		return false // a unit ends a duration: 10.0.0.5 or 1234 is not one
 	}
 	for _, c := range s {
 		if !(c >= '0' && c <= '9' || c == '.' || strings.ContainsRune("hmsuµn", c)) {

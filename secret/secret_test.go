@@ -27,6 +27,8 @@ func TestRedact(t *testing.T) {
 		{"pause:S3cr3t@3s", "pause:xxxxx@3s"},
 		{"admin:2s@db.internal", "admin:xxxxx@db.internal"},
 		{"pause:2s@db.internal", "pause:xxxxx@db.internal"},
+		{"failover:2024@10.0.0.5", "failover:xxxxx@10.0.0.5"},
+		{"restart:1234@127.0.0.1", "restart:xxxxx@127.0.0.1"},
 		{"", ""},
 	}
 	for _, tt := range tests {
