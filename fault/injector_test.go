@@ -407,6 +407,11 @@ func TestFailoverOnCluster(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// on a cluster the key decides the shard: without one, exit 2
+	plan, _ := ParsePlan([]string{"failover@0s"})
+	if _, err := New(ctx, plan, Options{URL: sb.URL}); err == nil || exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "needs the key") {
+		t.Errorf("failover on a cluster without a key: %v, want exit 2", err)
+	}
 	for i, mode := range []FailoverMode{FailoverForce, FailoverGraceful} {
 		in := newInjector(t, []string{"failover@0s"}, Options{URL: sb.URL, Key: key, Failover: mode, Sandboxes: []*sandbox.Sandbox{sb}})
 		out, err := in.Run(ctx, time.Now())

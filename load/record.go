@@ -375,6 +375,9 @@ func (r *recorder) add(q *recorded) error {
 		}
 	} else {
 		r.bySend.push(a)
+		if r.bySend.len() > MaxReorder {
+			return r.full(latNs)
+		}
 	}
 	if status == 0 || r.o.Expect == nil {
 		return r.release(false)
@@ -385,8 +388,21 @@ func (r *recorder) add(q *recorded) error {
 		}
 	} else {
 		r.byDone.push(a)
+		if r.byDone.len() > MaxReorder {
+			return r.full(latNs)
+		}
 	}
 	return r.release(false)
+}
+
+// MaxReorder bounds the requests the reorder buffer holds at once (about
+// 80 bytes each): a recording whose longest latency holds more back is
+// refused instead of filling memory.
+const MaxReorder = 4_000_000
+
+func (r *recorder) full(latNs int64) error {
+	return fmt.Errorf("more than %s requests wait in the reorder buffer (the longest latency read is %s, --reorder-window %s): lower --reorder-window, or judge the recording in parts",
+		commas(MaxReorder), time.Duration(r.maxLat).Round(time.Millisecond), r.o.ReorderWindow)
 }
 
 func (r *recorder) lateOr(err error, latNs int64) error {

@@ -152,7 +152,8 @@ func vegetaJSONWhy(err error) string {
 }
 
 func readVegetaCSV(br *bufio.Reader, rec *recorder) error {
-	cr := csv.NewReader(br)
+	lim := &recordLimit{r: br}
+	cr := csv.NewReader(lim)
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
 	cr.ReuseRecord = true
@@ -163,12 +164,16 @@ func readVegetaCSV(br *bufio.Reader, rec *recorder) error {
 			return nil
 		}
 		if err != nil {
+			if errors.Is(err, errRecordTooLong) {
+				return fmt.Errorf("after line %d: a CSV record longer than %d KiB (an unclosed quote?): not vegeta's CSV", last, maxLine>>10)
+			}
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
 				return fmt.Errorf("line %d: not vegeta's CSV: %v", pe.StartLine, pe.Err)
 			}
 			return fmt.Errorf("after line %d: %v", last, err)
 		}
+		lim.start = cr.InputOffset()
 		line, _ := cr.FieldPos(0)
 		last = line
 		if len(f) != vegetaCSVFields && len(f) != vegetaCSVFieldsOld {
@@ -298,4 +303,24 @@ func canonicalHeader(h http.Header) http.Header {
 		}
 	}
 	return h
+}
+
+var errRecordTooLong = errors.New("CSV record too long")
+
+// recordLimit stops a CSV reader that reads more than maxLine bytes past
+// the end of its last record (an unclosed quote would otherwise take the
+// whole input into one field).
+type recordLimit struct {
+	r     io.Reader
+	read  int64 // bytes read
+	start int64 // input offset at the end of the last record
+}
+
+func (l *recordLimit) Read(p []byte) (int, error) {
+	if l.read-l.start > maxLine+64<<10 {
+		return 0, errRecordTooLong
+	}
+	n, err := l.r.Read(p)
+	l.read += int64(n)
+	return n, err
 }

@@ -59,6 +59,9 @@ type headerCounts struct {
 	resetExample               string
 }
 
+// maxPolicyValues bounds the distinct RateLimit-Policy values counted.
+const maxPolicyValues = 64
+
 func newVU(e *engine, id int) *vu {
 	v := &vu{
 		e: e, id: id, jobs: make(chan job, 1),
@@ -189,7 +192,11 @@ func (v *vu) inspect(status int, h http.Header, now time.Time) {
 		c.policyPresent++
 		if in.PolicyErr == nil {
 			c.policyValid++
-			c.policyValues[in.PolicyValue]++
+			// the most common value is reported; a target (or a
+			// recording) with ever new values must not grow the map
+			if _, ok := c.policyValues[in.PolicyValue]; ok || len(c.policyValues) < maxPolicyValues {
+				c.policyValues[in.PolicyValue]++
+			}
 		} else if c.policyErr == "" {
 			c.policyErr = in.PolicyErr.Error()
 		}
