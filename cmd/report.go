@@ -183,14 +183,8 @@ func runReport(opts *reportOptions) error {
 	if len(opts.Files) == 0 {
 		return exitcode.Usagef("no documents; pass files saved by load --out, race --out, keyslot -o json or eval -o json")
 	}
-	if opts.HTML == "-" && opts.OutputSet {
-		return exitcode.Usagef("--html - writes the page to standard output; drop -o or write the page to a file")
-	}
-	if format == "html" && opts.HTML != "" {
-		return exitcode.Usagef("-o html writes the page to standard output; drop it or --html")
-	}
-	if format == "html" {
-		opts.HTML, opts.OutputSet = "-", false
+	if err := opts.htmlTarget(format); err != nil {
+		return err
 	}
 	if n := slices.Index(opts.Files, "-"); n >= 0 && slices.Contains(opts.Files[n+1:], "-") {
 		return exitcode.Usagef("- (stdin) given more than once")
@@ -324,14 +318,8 @@ func runReportFrom(opts *reportOptions, format string) error {
 	if len(opts.Files) != 1 {
 		return exitcode.Usagef("--from %s reads one recording (a file, or - for standard input); got %d", o.Source, len(opts.Files))
 	}
-	if opts.HTML == "-" && opts.OutputSet {
-		return exitcode.Usagef("--html - writes the page to standard output; drop -o or write the page to a file")
-	}
-	if format == "html" && opts.HTML != "" {
-		return exitcode.Usagef("-o html writes the page to standard output; drop it or --html")
-	}
-	if format == "html" {
-		opts.HTML, opts.OutputSet = "-", false
+	if err := opts.htmlTarget(format); err != nil {
+		return err
 	}
 	em, err := f.newEmitter(opts.Out)
 	if err != nil {
@@ -425,4 +413,19 @@ func (opts *reportOptions) recordOptions() (load.RecordOptions, error) {
 		o.NoMaxFailed = o.NoMaxFailed || th.Metric == "failed" && !opts.maxFailedSet
 	}
 	return o, o.Validate()
+}
+
+// htmlTarget checks --html against -o: the page goes to a file, or with
+// --html - or -o html to standard output, never both ways at once.
+func (opts *reportOptions) htmlTarget(format string) error {
+	if opts.HTML == "-" && opts.OutputSet {
+		return exitcode.Usagef("--html - writes the page to standard output; drop -o or write the page to a file")
+	}
+	if format == "html" && opts.HTML != "" {
+		return exitcode.Usagef("-o html writes the page to standard output; drop it or --html")
+	}
+	if format == "html" {
+		opts.HTML, opts.OutputSet = "-", false
+	}
+	return nil
 }

@@ -99,16 +99,7 @@ func (e *engine) merge(res *Result, vus []*vu, late *hdrhistogram.Histogram) {
 	res.Lateness = latency(late)
 	res.LatencyHistogram = latencyHistogram(lat)
 	res.LatencyFromDueHistogram = latencyHistogram(fromDue)
-	if res.Completed > 0 {
-		res.FailedPct = 100 * float64(res.Failed) / float64(res.Completed)
-	}
-	if res.Responses > 0 {
-		res.RateLimitedPct = 100 * float64(res.RateLimited) / float64(res.Responses)
-	}
-	// Sends per second of the schedule (of what ran, after Ctrl-C).
-	if res.ElapsedS > 0 {
-		res.ResponsesPerS = float64(res.Responses) / res.ElapsedS
-	}
+	res.shares()
 	switch {
 	case (res.Interrupted || res.Aborted) && res.ElapsedS > 0:
 		res.AchievedRate = float64(res.Sent) / min(res.ElapsedS, res.DurationS)
@@ -200,19 +191,34 @@ func (res *Result) settle(expectGiven bool) {
 			res.VerdictMessages = append(res.VerdictMessages, c.ID+": "+c.Message)
 		}
 	}
-	res.Notes = slices.DeleteFunc(res.Notes, func(n string) bool { return n == NoLimiterNote })
+	res.Notes = slices.DeleteFunc(res.Notes, func(n string) bool { return n == NoLimiterNote || n == NoLimiterNoteUnrecorded })
 	if NoLimiterSeen(res) {
 		if expectGiven {
 			res.Verdict = "fail"
-			res.VerdictMessages = append(res.VerdictMessages, NoLimiterNote)
+			res.VerdictMessages = append(res.VerdictMessages, noLimiterMessage(res))
 		} else {
-			res.Notes = append(res.Notes, NoLimiterNote)
+			res.Notes = append(res.Notes, noLimiterMessage(res))
 		}
 	}
 	if res.Interrupted && (res.Segment == nil || res.Segment.Index >= 0) {
 		// a merge of an interrupted segment is not itself interrupted:
 		// its segments check fails
 		res.Verdict = "interrupted"
+	}
+}
+
+// shares derives the failed and refused percentages and the response
+// throughput from the counts and the elapsed time.
+func (res *Result) shares() {
+	res.FailedPct, res.RateLimitedPct, res.ResponsesPerS = 0, 0, 0
+	if res.Completed > 0 {
+		res.FailedPct = 100 * float64(res.Failed) / float64(res.Completed)
+	}
+	if res.Responses > 0 {
+		res.RateLimitedPct = 100 * float64(res.RateLimited) / float64(res.Responses)
+	}
+	if res.ElapsedS > 0 {
+		res.ResponsesPerS = float64(res.Responses) / res.ElapsedS
 	}
 }
 

@@ -515,15 +515,7 @@ func (r *recorder) result() (*Result, error) {
 		res.AchievedRate = float64(r.sent) / res.DurationS
 	}
 	res.ElapsedS = float64(r.maxDone-r.startNs) / 1e9
-	if res.ElapsedS > 0 {
-		res.ResponsesPerS = float64(r.responses) / res.ElapsedS
-	}
-	if res.Completed > 0 {
-		res.FailedPct = 100 * float64(res.Failed) / float64(res.Completed)
-	}
-	if res.Responses > 0 {
-		res.RateLimitedPct = 100 * float64(res.RateLimited) / float64(res.Responses)
-	}
+	res.shares()
 	res.Timeline = make([]Second, len(r.timeline))
 	for sec, m := range r.timeline {
 		st := map[string]int64{}
@@ -562,33 +554,7 @@ func (r *recorder) result() (*Result, error) {
 	}
 	res.Notes = r.recordingNotes(res)
 
-	res.Verdict = "pass"
-	for _, c := range res.Thresholds {
-		if !c.Pass {
-			res.Verdict = "fail"
-			res.VerdictMessages = append(res.VerdictMessages, c.Message)
-		}
-	}
-	if res.Expect != nil && !res.Expect.Pass {
-		res.Verdict = "fail"
-		res.VerdictMessages = append(res.VerdictMessages, res.Expect.Line())
-	}
-	if res.Headers.Mode == HeadersFail {
-		for _, c := range res.headerChecks() {
-			if !c.Pass && !c.Skipped {
-				res.Verdict = "fail"
-				res.VerdictMessages = append(res.VerdictMessages, c.ID+": "+c.Message)
-			}
-		}
-	}
-	if NoLimiterSeen(res) {
-		if o.Expect != nil {
-			res.Verdict = "fail"
-			res.VerdictMessages = append(res.VerdictMessages, noLimiterMessage(res))
-		} else {
-			res.Notes = append(res.Notes, noLimiterMessage(res))
-		}
-	}
+	res.settle(o.Expect != nil)
 	return res, nil
 }
 

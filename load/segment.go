@@ -352,15 +352,7 @@ func Merge(docs []*Result) (*Result, error) {
 	m.Latency, m.LatencyFromDue, m.Lateness = latency(latH), latency(dueH), latency(lateH)
 	m.LatencyHistogram, m.LatencyFromDueHistogram = latencyHistogram(latH), latencyHistogram(dueH)
 	m.Segment.Histograms = SegmentHistograms{Latency: encodeHDR(latH), LatencyFromDue: encodeHDR(dueH), Lateness: encodeHDR(lateH)}
-	if m.Completed > 0 {
-		m.FailedPct = 100 * float64(m.Failed) / float64(m.Completed)
-	}
-	if m.Responses > 0 {
-		m.RateLimitedPct = 100 * float64(m.RateLimited) / float64(m.Responses)
-	}
-	if m.ElapsedS > 0 {
-		m.ResponsesPerS = float64(m.Responses) / m.ElapsedS
-	}
+	m.shares()
 	if m.DurationS > 0 {
 		m.AchievedRate = float64(m.Sent) / m.DurationS
 	}

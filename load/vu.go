@@ -194,7 +194,9 @@ func (v *vu) inspect(status int, h http.Header, now time.Time) {
 			c.policyValid++
 			// the most common value is reported; a target (or a
 			// recording) with ever new values must not grow the map
-			if _, ok := c.policyValues[in.PolicyValue]; ok || len(c.policyValues) < maxPolicyValues {
+			if len(c.policyValues) < maxPolicyValues {
+				c.policyValues[in.PolicyValue]++ // one map operation, the common case
+			} else if _, ok := c.policyValues[in.PolicyValue]; ok {
 				c.policyValues[in.PolicyValue]++
 			}
 		} else if c.policyErr == "" {

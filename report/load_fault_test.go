@@ -44,15 +44,7 @@ func loadFault(during string) *load.Result {
 		},
 		Faults: []load.FaultResult{f},
 	}
-	res.Verdict = "pass"
-	res.VerdictMessages = nil
-	for _, c := range res.CheckList() {
-		if c.Counts() && !c.Pass {
-			res.Verdict = "fail"
-			res.VerdictMessages = append(res.VerdictMessages, c.ID+": "+c.Message)
-		}
-	}
-	return res
+	return settled(res)
 }
 
 func TestLoadFaultRendered(t *testing.T) {
@@ -87,6 +79,12 @@ func loadMerged(missing []int) *load.Result {
 			res.Segment.Merged = append(res.Segment.Merged, k)
 		}
 	}
+	return settled(res)
+}
+
+// settled sets a fixture's verdict and messages from its checks, as a run
+// would.
+func settled(res *load.Result) *load.Result {
 	res.Verdict = "pass"
 	res.VerdictMessages = nil
 	for _, c := range res.CheckList() {
