@@ -422,7 +422,7 @@ func TestEvalMinimalACL(t *testing.T) {
 			key := redistest.Key(t, "acl")
 			redistest.Cleanup(t, tg.Client, key)
 			args := []string{"eval", "--redis", url, key, "--algo", string(algo), "-n", "2"}
-			for _, f := range algoFlags(algo) {
+			for _, f := range algo.Flags() {
 				args = append(args, "--"+f, map[string]string{"capacity": "5", "rate": "1/s", "limit": "5", "window": "10s", "burst": "5"}[f])
 			}
 			tf := newTestFactory(t)

@@ -184,8 +184,8 @@ func (opts *failoverOptions) params() (limiter.Params, error) {
 	if err != nil {
 		return limiter.Params{}, err
 	}
-	uses := algoFlags(algo)
-	for _, n := range limitFlags {
+	uses := algo.Flags()
+	for _, n := range limiter.ParamWords {
 		if name := failoverFlag(n); opts.Changed[name] && !slices.Contains(uses, n) {
 			spelled := make([]string, len(uses))
 			for i, u := range uses {
@@ -197,15 +197,9 @@ func (opts *failoverOptions) params() (limiter.Params, error) {
 	if opts.Cost < 1 {
 		return limiter.Params{}, exitcode.Usagef("--cost %d must be at least 1", opts.Cost)
 	}
-	p := limiter.Params{Algo: algo, Cost: opts.Cost}
-	switch algo {
-	case limiter.TokenBucket:
-		p.Capacity, p.Rate = opts.Capacity, opts.LimiterRate
-	case limiter.GCRA:
-		p.Rate, p.Burst = opts.LimiterRate, opts.Burst
-	default:
-		p.Limit, p.Window = opts.Limit, opts.Window
-	}
+	// the algorithm reads only its own parameters (checked above)
+	p := limiter.Params{Algo: algo, Cost: opts.Cost, Capacity: opts.Capacity, Rate: opts.LimiterRate,
+		Burst: opts.Burst, Limit: opts.Limit, Window: opts.Window}
 	if _, err := limiter.NewLimiter(p); err != nil {
 		var pe *limiter.ParamError
 		if errors.As(err, &pe) {

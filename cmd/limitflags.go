@@ -11,25 +11,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
-// limitFlags are the flags of eval and serve that set a limiter parameter
-// one algorithm reads and another does not.
-var limitFlags = []string{"capacity", "rate", "limit", "window", "burst"}
-
-// algoFlags returns the flags of limitFlags that algo reads: token-bucket
-// --capacity and --rate, the windows --limit and --window, gcra --rate and
-// --burst.
-func algoFlags(algo limiter.Algo) []string {
-	switch algo {
-	case limiter.TokenBucket:
-		return []string{"capacity", "rate"}
-	case limiter.SlidingWindow, limiter.FixedWindow:
-		return []string{"limit", "window"}
-	case limiter.GCRA:
-		return []string{"rate", "burst"}
-	}
-	return nil
-}
-
 // flagNamed spells the parameters a limiter.ParamError names as the flags
 // that set them (--capacity), keeping its exit code; other errors pass.
 func flagNamed(err error) error {
@@ -44,8 +25,8 @@ func flagNamed(err error) error {
 // that algo does not read, such as --capacity with sliding-window; eval and
 // serve share it.
 func checkAlgoFlags(algo limiter.Algo, changed map[string]bool) error {
-	uses := algoFlags(algo)
-	for _, n := range limitFlags {
+	uses := algo.Flags()
+	for _, n := range limiter.ParamWords {
 		if changed[n] && !slices.Contains(uses, n) {
 			return exitcode.Usagef("--%s does not apply to %s; it uses --%s", n, algo, strings.Join(uses, " and --"))
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
@@ -62,7 +63,7 @@ func startFaultRig(t *testing.T, fail serve.FailMode, timeout time.Duration) *fa
 	c := redis.NewClient(ro)
 	t.Cleanup(func() { _ = c.Close() })
 	h, err := serve.New(serve.Config{
-		Client: c, Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("10/s")},
+		Store: redislimit.NewStore(c), Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("10/s")},
 		KeyPrefix: "cmd-fault-" + uuid.NewString()[:8], RedisTimeout: timeout, Fail: fail,
 	})
 	if err != nil {

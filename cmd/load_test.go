@@ -23,6 +23,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/header"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/limiter/model"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
@@ -188,7 +189,7 @@ func loadServeTarget(t *testing.T, p limiter.Params, delay time.Duration) (url s
 	t.Helper()
 	tg := redistest.Standalone(t)
 	prefix := "test-" + uuid.NewString()
-	srv, err := serve.Start(serve.Config{Client: tg.Client, Params: p, KeyPrefix: prefix, Delay: delay,
+	srv, err := serve.Start(serve.Config{Store: redislimit.NewStore(tg.Client), Params: p, KeyPrefix: prefix, Delay: delay,
 		// these tests judge load's counting, not serve under a loaded CI
 		// machine: a generous limiter deadline keeps serve from failing
 		// open (and sending no headers) when the 2 cores are busy

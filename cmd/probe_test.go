@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 	"github.com/ratelimit-dev/ratelimit/serve"
@@ -23,7 +24,7 @@ func probeTarget(t *testing.T, b serve.Break) string {
 	t.Helper()
 	tg := redistest.Standalone(t)
 	h, err := serve.New(serve.Config{
-		Client: tg.Client, Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")},
+		Store: redislimit.NewStore(tg.Client), Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")},
 		KeyPrefix: "cmd-probe-" + uuid.NewString()[:8], RedisTimeout: 2 * time.Second, Break: b,
 	})
 	if err != nil {

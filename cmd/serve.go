@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/serve"
 )
@@ -235,12 +236,12 @@ func runServe(opts *serveOptions) error {
 	if cfg.Break != "" {
 		fmt.Fprintf(f.IO.ErrOut, "serve: BROKEN ON PURPOSE (--break %s): this server is a wrong limiter, for testing that probe and load catch it\n", cfg.Break)
 	}
-	cfg.Client = conn.Client
+	cfg.Store = redislimit.NewStore(conn.Client)
 	if cfg.RedisTimeout == serve.WaitForever {
 		fmt.Fprintln(f.IO.ErrOut, "serve: --limiter-timeout 0: requests wait for Redis as long as it takes (no deadline, no --fail)")
 		waiting := conn.NewWaitingClient(0)
 		defer func() { _ = waiting.Close() }()
-		cfg.Client = waiting
+		cfg.Store = redislimit.NewStore(waiting)
 	}
 	cfg.Log = f.IO.ErrOut
 	return serve.Run(opts.ctx, cfg, opts.Addr, f.IO.ErrOut)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 	"github.com/ratelimit-dev/ratelimit/serve"
@@ -179,7 +180,7 @@ func TestServeRuns(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"serve: limiter state on redis 7", "serve: listening on http://127.0.0.1:",
-		`token-bucket capacity 2, refill 1/m (RateLimit-Policy "default";q=2;w=120)`, "identity X-API-Key", "fail open", "/hello delayed 400ms"} {
+		`token-bucket capacity 2, rate 1/m (RateLimit-Policy "default";q=2;w=120)`, "identity X-API-Key", "fail open", "/hello delayed 400ms"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
 		}
@@ -248,7 +249,7 @@ func TestServeACL(t *testing.T) {
 	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
 		t.Run(tg.Name, func(t *testing.T) {
 			prefix := "test-" + uuid.NewString()
-			m, err := serve.NewMiddleware(serve.Config{Client: tg.Client, Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("1/m")}, KeyPrefix: prefix})
+			m, err := serve.NewMiddleware(serve.Config{Store: redislimit.NewStore(tg.Client), Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("1/m")}, KeyPrefix: prefix})
 			if err != nil {
 				t.Fatal(err)
 			}

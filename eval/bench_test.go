@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 
 	"github.com/redis/go-redis/v9"
 
@@ -51,7 +52,7 @@ func BenchmarkScriptDecisions(b *testing.B) {
 	}
 	key := "rl:{bench}:tb"
 	b.Cleanup(func() { _ = c.Del(context.Background(), key).Err() })
-	if _, err := l.Allow(ctx, c, key, 0); err != nil { // loads the script, warms a connection
+	if _, err := redislimit.Allow(ctx, c, l, key, 0); err != nil { // loads the script, warms a connection
 		b.Fatal(err)
 	}
 	var next atomic.Int64
@@ -63,7 +64,7 @@ func BenchmarkScriptDecisions(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(b.N) {
-				if _, err := l.Allow(ctx, c, key, 0); err != nil {
+				if _, err := redislimit.Allow(ctx, c, l, key, 0); err != nil {
 					failed.CompareAndSwap(nil, &err)
 					return
 				}

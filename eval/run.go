@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 
 	"github.com/redis/go-redis/v9"
 
@@ -112,17 +113,17 @@ type Result struct {
 
 // ParamsDoc is the JSON form of Params.
 type ParamsDoc struct {
-	Capacity int64   `json:"capacity,omitempty"`
-	Rate     string  `json:"rate,omitempty"`
-	RatePerS float64 `json:"rate_per_s,omitempty"`
-	Cost     int64   `json:"cost"`
-	Limit    int64   `json:"limit,omitempty"`
-	WindowMs int64   `json:"window_ms,omitempty"`
-	Burst    int64   `json:"burst,omitempty"`
+	limiter.ParamsDoc
 	// PolicyQuota and PolicyWindowMs are the RateLimit-Policy q and w
 	// (w in milliseconds: the header's seconds x 1000).
 	PolicyQuota    int64 `json:"policy_quota"`
 	PolicyWindowMs int64 `json:"policy_window_ms"`
+}
+
+// paramsDoc is the document form of a limiter's parameters and policy.
+func paramsDoc(l *limiter.Limiter) ParamsDoc {
+	pol := l.Policy()
+	return ParamsDoc{ParamsDoc: l.Params().Doc(), PolicyQuota: pol.Quota, PolicyWindowMs: pol.WindowSeconds * 1000}
 }
 
 // ScriptDoc says which script ran and how.
@@ -221,27 +222,19 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 	if err != nil {
 		return Result{}, err
 	}
-	l.NewID = opts.NewID
 	key, err := ResolveKey(opts, l.Params().Algo)
 	if err != nil {
 		return Result{}, err
 	}
-	p, pol := l.Params(), l.Policy()
+	p := l.Params()
 	res := newResult(opts.Server)
 	res.Algo = string(p.Algo)
 	res.Key = key
 	res.IdentityHashed = opts.Identity != "" && opts.HashIdentity
-	res.Params = &ParamsDoc{Cost: p.Cost, PolicyQuota: pol.Quota, PolicyWindowMs: pol.WindowSeconds * 1000}
-	switch p.Algo {
-	case limiter.TokenBucket:
-		res.Params.Capacity, res.Params.Rate, res.Params.RatePerS = p.Capacity, p.Rate.String(), p.Rate.PerSecond()
-	case limiter.SlidingWindow, limiter.FixedWindow:
-		res.Params.Limit, res.Params.WindowMs = p.Limit, p.Window.Milliseconds()
-	case limiter.GCRA:
-		res.Params.Burst, res.Params.Rate, res.Params.RatePerS = p.Burst, p.Rate.String(), p.Rate.PerSecond()
-	}
+	pd := paramsDoc(l)
+	res.Params = &pd
 	s := l.Script()
-	var call caller = &evalCaller{script: l.RedisScript(), c: c}
+	var call caller = &evalCaller{script: redislimit.Script(l), c: c}
 	res.Script = ScriptDoc{Name: s.File, SHA1: s.SHA1(), Via: "evalsha", Keys: []string{key}}
 	if opts.Function {
 		fc, err := loadFunction(ctx, c, s.Source)
@@ -259,7 +252,11 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 				return res, err
 			}
 		}
-		args := l.Args(0, l.NextID())
+		id := ""
+		if l.NeedsID() {
+			id = opts.newID()
+		}
+		args := l.Args(0, id)
 		if i == 1 {
 			res.Script.Args = argStrings(args)
 		}
@@ -267,7 +264,7 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 		reply, err := call.call(ctx, []string{key}, args)
 		lat := time.Since(start)
 		if err != nil {
-			return res, l.CallError(ctx, c, key, err)
+			return res, redislimit.CallError(ctx, c, l, key, err)
 		}
 		d, err := l.Decode(reply)
 		if err != nil {
@@ -398,4 +395,13 @@ func ReadScript(path string) (string, error) {
 		return "", exitcode.Usagef("script %s is empty", path)
 	}
 	return string(b), nil
+}
+
+// newID returns a request id for a limiter that needs one: NewID's, or a
+// random UUID.
+func (o Options) newID() string {
+	if o.NewID != nil {
+		return o.NewID()
+	}
+	return redislimit.NewID()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 
 	"github.com/redis/go-redis/v9"
 
@@ -152,15 +153,15 @@ func TestScriptFlushBetweenCalls(t *testing.T) {
 			l := mustLimiter(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 3, Rate: rate.Rate{Count: 1, Per: time.Minute}})
 			key := redistest.Key(t, "flush")
 			redistest.Cleanup(t, tg.Client, key)
-			d1, err := l.Allow(ctx, tg.Client, key, 0)
+			d1, err := redislimit.Allow(ctx, tg.Client, l, key, 0)
 			if err != nil || !d1.Allowed || d1.Remaining != 2 {
 				t.Fatalf("first call = %+v, %v; want allowed with 2 left", d1, err)
 			}
 			node := flushScripts(t, tg.Client, key)
-			if ok, err := node.ScriptExists(ctx, l.RedisScript().Hash()).Result(); err != nil || ok[0] {
+			if ok, err := node.ScriptExists(ctx, redislimit.Script(l).Hash()).Result(); err != nil || ok[0] {
 				t.Fatalf("SCRIPT EXISTS after flush = %v, %v; want false", ok, err)
 			}
-			d2, err := l.Allow(ctx, tg.Client, key, 0)
+			d2, err := redislimit.Allow(ctx, tg.Client, l, key, 0)
 			if err != nil || !d2.Allowed || d2.Remaining != 1 {
 				t.Fatalf("second call after SCRIPT FLUSH = %+v, %v; want allowed with 1 left", d2, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
@@ -108,16 +109,12 @@ func Simulate(ctx context.Context, c redis.UniversalClient, opts SimOptions) (Si
 	if err != nil {
 		return SimResult{}, err
 	}
-	p, pol := l.Params(), l.Policy()
+	p := l.Params()
 	res := SimResult{
 		Header: doc.Header{Kind: SimKind, Version: SimVersion, Server: &opts.Server}, Algo: string(p.Algo),
-		Params: ParamsDoc{Capacity: p.Capacity, Cost: p.Cost, Limit: p.Limit, WindowMs: p.Window.Milliseconds(), Burst: p.Burst,
-			PolicyQuota: pol.Quota, PolicyWindowMs: pol.WindowSeconds * 1000},
-		Rate: opts.Arrivals.String(), RatePerS: opts.Arrivals.PerSecond(), ForMs: opts.For.Milliseconds(), Arrivals: len(times),
+		Params: paramsDoc(l),
+		Rate:   opts.Arrivals.String(), RatePerS: opts.Arrivals.PerSecond(), ForMs: opts.For.Milliseconds(), Arrivals: len(times),
 		PerSecond: make([]int, int(math.Ceil(opts.For.Seconds()))), FirstRefMs: -1,
-	}
-	if p.Algo == limiter.TokenBucket || p.Algo == limiter.GCRA {
-		res.Params.Rate, res.Params.RatePerS = p.Rate.String(), p.Rate.PerSecond()
 	}
 	// Start virtual time at the server's clock, so real TTLs run behind it.
 	now, err := c.Time(ctx).Result()
@@ -135,7 +132,7 @@ func Simulate(ctx context.Context, c redis.UniversalClient, opts SimOptions) (Si
 	start := time.Now()
 	// Loading first (a cluster client loads on every primary) saves a round
 	// trip of NOSCRIPT answers; runVirtual copes without it too.
-	if err := l.RedisScript().Load(ctx, c).Err(); err != nil {
+	if err := redislimit.Script(l).Load(ctx, c).Err(); err != nil {
 		return res, redisError("load the "+string(p.Algo)+" script", err)
 	}
 	decisions, pipes, err := runVirtual(ctx, l, c, key, base, times)
@@ -173,7 +170,7 @@ func Simulate(ctx context.Context, c redis.UniversalClient, opts SimOptions) (Si
 // script is loaded and the calls resume at the first one that failed. The
 // calls of a pipeline run in order on one connection, so none after it ran.
 func runVirtual(ctx context.Context, l *limiter.Limiter, c redis.UniversalClient, key string, base int64, times []int64) ([]limiter.Decision, int, error) {
-	sha := l.RedisScript().Hash()
+	sha := redislimit.Script(l).Hash()
 	out := make([]limiter.Decision, 0, len(times))
 	pipes := 0
 	reloads := 0
@@ -189,14 +186,14 @@ func runVirtual(ctx context.Context, l *limiter.Limiter, c redis.UniversalClient
 		pipes++
 		for j, cmd := range cmds {
 			reply, err := cmd.Result()
-			if limiter.IsNoScript(err) && reloads < 3 {
+			if redislimit.IsNoScript(err) && reloads < 3 {
 				for _, rest := range cmds[j:] {
-					if !limiter.IsNoScript(rest.Err()) {
+					if !redislimit.IsNoScript(rest.Err()) {
 						return nil, pipes, fmt.Errorf("simulate: the script cache changed during the run; run again")
 					}
 				}
 				reloads++
-				if err := l.RedisScript().Load(ctx, c).Err(); err != nil {
+				if err := redislimit.Script(l).Load(ctx, c).Err(); err != nil {
 					return nil, pipes, redisError("reload the "+string(l.Params().Algo)+" script", err)
 				}
 				break

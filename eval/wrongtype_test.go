@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/rate"
@@ -56,7 +57,7 @@ func TestWrongTypeKey(t *testing.T) {
 					!strings.Contains(msg, "pick another key") || !strings.Contains(msg, "--force") || strings.Contains(msg, "\n") {
 					t.Errorf("Run on a %s key = %q (exit %d), want one line saying it holds a %s and to pick another key, exit 2", tt.kind, msg, code, tt.kind)
 				}
-				_, err = mustLimiter(t, tt.p).Allow(ctx, tg.Client, key, 0)
+				_, err = redislimit.Allow(ctx, tg.Client, mustLimiter(t, tt.p), key, 0)
 				if code := exitcode.Code(err); code != exitcode.Usage || !strings.Contains(err.Error(), "pick another key") {
 					t.Errorf("Allow on a %s key = %v (exit %d), want exit 2 and pick another key", tt.kind, err, code)
 				}

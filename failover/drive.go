@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
@@ -63,7 +64,11 @@ type driver struct {
 func (d *driver) decide(ctx context.Context, seq int64) call {
 	c := call{seq: seq, sent: d.now(), acks: -1}
 	c.nowMs = c.sent.UnixMilli()
-	args := d.lim.Args(c.nowMs, d.lim.NextID())
+	id := ""
+	if d.lim.NeedsID() {
+		id = redislimit.NewID()
+	}
+	args := d.lim.Args(c.nowMs, id)
 	keys := []string{d.key}
 	eval := false
 	for {
@@ -138,7 +143,7 @@ func (c *call) recovered(how string) {
 // with WAIT (WAIT counts the replicas that have this connection's writes,
 // so it must follow on the same connection).
 func (d *driver) send(ctx context.Context, node *redis.Client, keys []string, args []any, eval bool) (any, int64, error) {
-	script := d.lim.RedisScript()
+	script := redislimit.Script(d.lim)
 	if d.wait == 0 {
 		var cmd *redis.Cmd
 		if eval {

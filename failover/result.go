@@ -2,6 +2,7 @@ package failover
 
 import (
 	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
 // Kind and Version identify the failover document.
@@ -54,15 +55,7 @@ type Result struct {
 }
 
 // Params are the limiter's parameters.
-type Params struct {
-	Capacity int64   `json:"capacity,omitempty"`
-	Rate     string  `json:"rate,omitempty"`
-	RatePerS float64 `json:"rate_per_s,omitempty"`
-	Limit    int64   `json:"limit,omitempty"`
-	WindowMs int64   `json:"window_ms,omitempty"`
-	Burst    int64   `json:"burst,omitempty"`
-	Cost     int64   `json:"cost"`
-}
+type Params = limiter.ParamsDoc
 
 // Variant is one way of calling the limiter, over every trial.
 type Variant struct {

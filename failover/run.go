@@ -123,7 +123,7 @@ func (e *env) newResult() Result {
 		RunID:      e.runID,
 		KeyPattern: "failover:{" + e.runID + "}:*",
 		Algo:       string(p.Algo),
-		Params:     Params{Cost: p.Cost},
+		Params:     p.Doc(),
 		RatePerS:   o.Rate.PerSecond(),
 		Clients:    o.Clients,
 		Trials:     o.Trials,
@@ -136,14 +136,6 @@ func (e *env) newResult() Result {
 			"each call passes now_ms from the client's clock, so the model replays the very times the script saw",
 			"lost writes are read back from the new primary: its answers are replayed through the model after each prefix of the old primary's answers, and the longest prefix that explains them all is what was replicated",
 		},
-	}
-	switch p.Algo {
-	case limiter.TokenBucket:
-		res.Params.Capacity, res.Params.Rate, res.Params.RatePerS = p.Capacity, p.Rate.String(), p.Rate.PerSecond()
-	case limiter.GCRA:
-		res.Params.Burst, res.Params.Rate, res.Params.RatePerS = p.Burst, p.Rate.String(), p.Rate.PerSecond()
-	default:
-		res.Params.Limit, res.Params.WindowMs = p.Limit, p.Window.Milliseconds()
 	}
 	if o.Wait > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("wait: every call is followed by WAIT %d %d on its connection; an admission fewer replicas confirmed is refused (fail closed)", o.Wait, o.WaitTimeout.Milliseconds()))

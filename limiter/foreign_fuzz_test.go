@@ -18,7 +18,7 @@ func FuzzForeignKey(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, msg string) {
-		err := foreignKey("k", TokenBucket, replyError(msg))
+		err := ForeignKey("k", TokenBucket, replyError(msg))
 		if err != nil && !strings.HasPrefix(msg, ForeignKeyPrefix) {
 			t.Errorf("foreignKey(%q) = %v for an error without the prefix", msg, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 	"github.com/ratelimit-dev/ratelimit/serve"
@@ -23,7 +24,7 @@ func serveTarget(t *testing.T, b serve.Break) string {
 	t.Helper()
 	tg := redistest.Standalone(t)
 	h, err := serve.New(serve.Config{
-		Client:       tg.Client,
+		Store:        redislimit.NewStore(tg.Client),
 		Params:       limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")},
 		KeyPrefix:    "probe-test-" + uuid.NewString()[:8],
 		RedisTimeout: 2 * time.Second,

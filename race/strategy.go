@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
@@ -246,14 +247,14 @@ func (s *tokenBucket) prepare(ctx context.Context, node *redis.Client) error {
 	}
 	s.limiter, s.nowMs = l, time.Now().UnixMilli()
 	// Loaded before the barrier, so every call is one EVALSHA that hits.
-	if err := redis.NewScript(l.Script().Source).Load(ctx, node).Err(); err != nil {
+	if err := redislimit.Script(l).Load(ctx, node).Err(); err != nil {
 		return fmt.Errorf("load the token bucket script: %w", err)
 	}
 	return nil
 }
 
 func (s *tokenBucket) call(ctx context.Context, c *redis.Conn, key string, _ int) outcome {
-	d, err := s.limiter.Allow(ctx, c, key, s.nowMs)
+	d, err := redislimit.Allow(ctx, c, s.limiter, key, s.nowMs)
 	if err != nil {
 		return outcome{err: err}
 	}

@@ -49,31 +49,16 @@ func evalChecksText(res eval.Result, st Styles) string {
 }
 
 // evalSpan writes a duration without zero units: 10s, 1m, 1h30m, 250ms.
-func evalSpan(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
+func evalSpan(d time.Duration) string { return limiter.Span(d) }
 
 // evalPer writes a window as a reader says it: per second, per minute,
 // per hour, per day, else per 10s, per 1m30s.
-func evalPer(d time.Duration) string {
-	switch d {
-	case time.Second:
-		return "per second"
-	case time.Minute:
-		return "per minute"
-	case time.Hour:
-		return "per hour"
-	case 24 * time.Hour:
-		return "per day"
-	}
-	return "per " + evalSpan(d)
+func evalPer(d time.Duration) string { return limiter.Per(d) }
+
+// limiterSettings is a limiter's parameters as its document carries them,
+// in the registry's words: "capacity 10, rate 5/s".
+func limiterSettings(algo string, d limiter.ParamsDoc) string {
+	return d.Params(limiter.Algo(algo)).Settings()
 }
 
 func evalTitle(res eval.Result) string {
@@ -81,15 +66,7 @@ func evalTitle(res eval.Result) string {
 		return Printable(fmt.Sprintf("%s of %s", countNoun(len(res.Calls), "call", "calls"), res.Script.Name))
 	}
 	p := res.Params
-	var desc string
-	switch limiter.Algo(res.Algo) {
-	case limiter.TokenBucket:
-		desc = fmt.Sprintf("capacity %d, rate %s, cost %d", p.Capacity, p.Rate, p.Cost)
-	case limiter.SlidingWindow, limiter.FixedWindow:
-		desc = fmt.Sprintf("limit %d %s, cost %d", p.Limit, evalPer(time.Duration(p.WindowMs)*time.Millisecond), p.Cost)
-	case limiter.GCRA:
-		desc = fmt.Sprintf("rate %s, burst %d, cost %d", p.Rate, p.Burst, p.Cost)
-	}
+	desc := fmt.Sprintf("%s, cost %d", limiterSettings(res.Algo, p.ParamsDoc), p.Cost)
 	key := res.Key
 	if res.IdentityHashed {
 		key += " (identity hashed)"
@@ -261,15 +238,7 @@ func EvalSimulateText(w io.Writer, res eval.SimResult, o Options) error {
 	var b strings.Builder
 	b.WriteString(ServerLine(serverOf(res.Header), st))
 	p := res.Params
-	var desc string
-	switch limiter.Algo(res.Algo) {
-	case limiter.TokenBucket:
-		desc = fmt.Sprintf("capacity %d, rate %s", p.Capacity, p.Rate)
-	case limiter.SlidingWindow, limiter.FixedWindow:
-		desc = fmt.Sprintf("limit %d %s", p.Limit, evalPer(time.Duration(p.WindowMs)*time.Millisecond))
-	case limiter.GCRA:
-		desc = fmt.Sprintf("rate %s, burst %d", p.Rate, p.Burst)
-	}
+	desc := limiterSettings(res.Algo, p.ParamsDoc)
 	dur := evalSpan(time.Duration(res.ForMs) * time.Millisecond)
 	b.WriteString(st.Title.Render(Printable(fmt.Sprintf("simulate %s (%s, cost %d) under %s arrivals for %s", res.Algo, desc, p.Cost, res.Rate, dur))) + "\n")
 	b.WriteString(st.Dim.Render("the real script on the server, in virtual time (now_ms), on a temporary key that is deleted afterwards") + "\n\n")

@@ -18,7 +18,7 @@ func pb(v bool) *bool    { return &v }
 func tokenBucketResult() eval.Result {
 	res := eval.Result{
 		Header: testHeader("eval", 2, srv(evalServer)), Algo: "token-bucket", Key: "rl:{user42}:token-bucket",
-		Params:     &eval.ParamsDoc{Capacity: 5, Rate: "1/s", RatePerS: 1, Cost: 1, PolicyQuota: 5, PolicyWindowMs: 5000},
+		Params:     &eval.ParamsDoc{ParamsDoc: limiter.ParamsDoc{Capacity: 5, Rate: "1/s", RatePerS: 1, Cost: 1}, PolicyQuota: 5, PolicyWindowMs: 5000},
 		Script:     eval.ScriptDoc{Name: "token_bucket.lua", SHA1: "0123456789abcdef0123456789abcdef01234567", Via: "evalsha", Keys: []string{"rl:{user42}:token-bucket"}, Args: []string{"5", "1", "1"}},
 		ReplyShape: "limiter",
 	}
@@ -81,7 +81,7 @@ func simulateResult() eval.SimResult {
 	h.Command = []string{"ratelimit", "eval", "--simulate", "--arrivals", "20/s", "--duration", "30s", "--capacity", "10", "--rate", "5/s", "-o", "json"}
 	return eval.SimResult{
 		Header: h, Algo: "token-bucket",
-		Params: eval.ParamsDoc{Capacity: 10, Rate: "5/s", RatePerS: 5, Cost: 1, PolicyQuota: 10, PolicyWindowMs: 2000},
+		Params: eval.ParamsDoc{ParamsDoc: limiter.ParamsDoc{Capacity: 10, Rate: "5/s", RatePerS: 5, Cost: 1}, PolicyQuota: 10, PolicyWindowMs: 2000},
 		Rate:   "20/s", RatePerS: 20, ForMs: 30000, Arrivals: 600, Admitted: 159, Refused: 441, PerSecond: per,
 		Model: 159, Agrees: true, WallMs: 14.2, Pipelines: 1, FirstRefMs: 650,
 	}

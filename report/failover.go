@@ -175,15 +175,7 @@ func failoverTitle(res failover.Result) string {
 // failoverParams says which limiter was under test.
 func failoverParams(res failover.Result) string {
 	p := res.Params
-	var s string
-	switch res.Algo {
-	case "token-bucket":
-		s = fmt.Sprintf("token-bucket capacity %d at %s", p.Capacity, p.Rate)
-	case "gcra":
-		s = fmt.Sprintf("gcra rate %s burst %d", p.Rate, p.Burst)
-	default:
-		s = fmt.Sprintf("%s limit %d per %s", res.Algo, p.Limit, msText(float64(p.WindowMs)))
-	}
+	s := res.Algo + " " + limiterSettings(res.Algo, p)
 	if p.Cost > 1 {
 		s += fmt.Sprintf(", cost %d", p.Cost)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/eval"
-	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
 func evalMarkdown(b *strings.Builder, res eval.Result) {
@@ -73,18 +72,7 @@ func mdCodes(xs []string) string {
 	return strings.Join(out, " ")
 }
 
-func simulateDesc(res eval.SimResult) string {
-	p := res.Params
-	switch limiter.Algo(res.Algo) {
-	case limiter.TokenBucket:
-		return fmt.Sprintf("capacity %d, rate %s", p.Capacity, p.Rate)
-	case limiter.SlidingWindow, limiter.FixedWindow:
-		return fmt.Sprintf("limit %d %s", p.Limit, evalPer(time.Duration(p.WindowMs)*time.Millisecond))
-	case limiter.GCRA:
-		return fmt.Sprintf("rate %s, burst %d", p.Rate, p.Burst)
-	}
-	return ""
-}
+func simulateDesc(res eval.SimResult) string { return limiterSettings(res.Algo, res.Params.ParamsDoc) }
 
 func simulateMarkdown(b *strings.Builder, res eval.SimResult) {
 	fmt.Fprintf(b, "### ratelimit eval --simulate: %s\n\n", md(fmt.Sprintf("%s (%s, cost %d) under %s arrivals for %s",

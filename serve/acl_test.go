@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -47,7 +48,7 @@ func without(rules []string, drop ...string) []string {
 // minimalRules are ACLRules of a token bucket under prefix.
 func minimalRules(t *testing.T, prefix string) []string {
 	t.Helper()
-	m, err := NewMiddleware(Config{Client: redis.NewClient(&redis.Options{}), Params: bucket(t, 10, "1/m"), KeyPrefix: prefix})
+	m, err := NewMiddleware(Config{Store: redislimit.NewStore(redis.NewClient(&redis.Options{})), Params: bucket(t, 10, "1/m"), KeyPrefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestProbeACL(t *testing.T) {
 				// one (Force) or ends a fixed window: a token bucket works
 				// without them, and the probe key then expires by PEXPIRE.
 				client := aclClient(t, tg, without(append(slices.Clone(connectRules), minimal...), "+type", "+del")...)
-				cfg := Config{Client: client, Params: bucket(t, 10, "1/m"), KeyPrefix: prefix}
+				cfg := Config{Store: redislimit.NewStore(client), Params: bucket(t, 10, "1/m"), KeyPrefix: prefix}
 				out := &redistest.Buffer{}
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
@@ -129,7 +130,7 @@ func TestProbeACL(t *testing.T) {
 					out := &redistest.Buffer{}
 					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // a Run that serves ends with nil here
 					defer cancel()
-					if err := Run(ctx, Config{Client: client, Params: bucket(t, 10, "1/m"), KeyPrefix: prefix}, "127.0.0.1:0", out); exitcode.Code(err) != exitcode.Unreachable {
+					if err := Run(ctx, Config{Store: redislimit.NewStore(client), Params: bucket(t, 10, "1/m"), KeyPrefix: prefix}, "127.0.0.1:0", out); exitcode.Code(err) != exitcode.Unreachable {
 						t.Errorf("Run as a user with %v = %v (exit %d), want exit 3", rules, err, exitcode.Code(err))
 					}
 					if strings.Contains(out.String(), "listening") {

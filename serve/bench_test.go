@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -20,7 +21,7 @@ import (
 func BenchmarkHello(b *testing.B) {
 	tg := redistest.Standalone(b)
 	params := limiter.Params{Algo: limiter.TokenBucket, Capacity: 1_000_000_000, Rate: rate.Rate{Count: 1_000_000, Per: time.Second}}
-	h, err := New(Config{Client: tg.Client, Params: params, KeyPrefix: "test-" + uuid.NewString()})
+	h, err := New(Config{Store: redislimit.NewStore(tg.Client), Params: params, KeyPrefix: "test-" + uuid.NewString()})
 	if err != nil {
 		b.Fatal(err)
 	}

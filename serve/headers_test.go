@@ -9,6 +9,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -35,7 +36,7 @@ func TestPolicyField(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := NewMiddleware(Config{Client: client, Params: tt.params, PolicyName: tt.policy})
+			m, err := NewMiddleware(Config{Store: redislimit.NewStore(client), Params: tt.params, PolicyName: tt.policy})
 			if err != nil {
 				t.Fatalf("NewMiddleware: %v", err)
 			}
@@ -136,16 +137,16 @@ func TestConfigErrors(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"bad algorithm", Config{Client: client, Params: limiter.Params{Algo: "leaky"}}},
-		{"zero capacity", Config{Client: client, Params: bucket(t, 0, "5/s")}},
-		{"cost above capacity", Config{Client: client, Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 2, Rate: good.Rate, Cost: 3}}},
-		{"negative trust", Config{Client: client, Params: good, TrustProxy: -1}},
-		{"bad fail mode", Config{Client: client, Params: good, Fail: "sideways"}},
-		{"negative timeout", Config{Client: client, Params: good, RedisTimeout: -time.Millisecond}},
-		{"header with space", Config{Client: client, Params: good, IdentityHeader: "X API Key"}},
-		{"prefix with brace", Config{Client: client, Params: good, KeyPrefix: "rl{x}"}},
-		{"negative delay", Config{Client: client, Params: good, Delay: -time.Second}},
-		{"policy name not ascii", Config{Client: client, Params: good, PolicyName: "dé"}},
+		{"bad algorithm", Config{Store: redislimit.NewStore(client), Params: limiter.Params{Algo: "leaky"}}},
+		{"zero capacity", Config{Store: redislimit.NewStore(client), Params: bucket(t, 0, "5/s")}},
+		{"cost above capacity", Config{Store: redislimit.NewStore(client), Params: limiter.Params{Algo: limiter.TokenBucket, Capacity: 2, Rate: good.Rate, Cost: 3}}},
+		{"negative trust", Config{Store: redislimit.NewStore(client), Params: good, TrustProxy: -1}},
+		{"bad fail mode", Config{Store: redislimit.NewStore(client), Params: good, Fail: "sideways"}},
+		{"negative timeout", Config{Store: redislimit.NewStore(client), Params: good, RedisTimeout: -time.Millisecond}},
+		{"header with space", Config{Store: redislimit.NewStore(client), Params: good, IdentityHeader: "X API Key"}},
+		{"prefix with brace", Config{Store: redislimit.NewStore(client), Params: good, KeyPrefix: "rl{x}"}},
+		{"negative delay", Config{Store: redislimit.NewStore(client), Params: good, Delay: -time.Second}},
+		{"policy name not ascii", Config{Store: redislimit.NewStore(client), Params: good, PolicyName: "dé"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,7 +165,7 @@ func TestConfigErrors(t *testing.T) {
 	if err := (Config{Params: good, Fail: "maybe"}).Validate(); exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("Validate without a client = %v, want a usage error for --fail", err)
 	}
-	if m, err := NewMiddleware(Config{Client: client, Params: good, Fail: " Closed "}); err != nil {
+	if m, err := NewMiddleware(Config{Store: redislimit.NewStore(client), Params: good, Fail: " Closed "}); err != nil {
 		t.Errorf("NewMiddleware(Fail \" Closed \"): %v", err)
 	} else if m.Config().Fail != FailClosed {
 		t.Errorf("Fail \" Closed \" became %q, want closed", m.Config().Fail)

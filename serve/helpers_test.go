@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -28,7 +29,7 @@ func bucket(t *testing.T, capacity int64, r string) limiter.Params {
 // the test unless cfg names one.
 func newHandler(t *testing.T, client redis.Scripter, cfg Config) *Handler {
 	t.Helper()
-	cfg.Client = client
+	cfg.Store = redislimit.NewStore(client)
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = "test-" + uuid.NewString()
 	}

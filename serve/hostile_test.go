@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
@@ -22,7 +23,7 @@ import (
 func hostileServer(t *testing.T, cfg Config) *Server {
 	t.Helper()
 	tg := redistest.Standalone(t)
-	cfg.Client = tg.Client
+	cfg.Store = redislimit.NewStore(tg.Client)
 	cfg.Params = bucket(t, 100, "1/m")
 	cfg.KeyPrefix = "test-" + uuid.NewString()
 	s, err := Start(cfg, "127.0.0.1:0")

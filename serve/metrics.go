@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"github.com/ratelimit-dev/ratelimit/limiter"
+
 	"fmt"
 	"io"
 	"net/http"
@@ -40,8 +42,8 @@ func (m *Middleware) WriteMetrics(w io.Writer) error {
 	fmt.Fprintf(&b, "ratelimit_limiter_unavailable_total %d\n", c.FailOpen+c.FailClosed)
 	b.WriteString("# HELP ratelimit_limiter_failures_total Requests decided without the limiter, by reason: timeout, unreachable, noperm (the ACL refused the script or key), script (the script refused the bucket, e.g. foreign data).\n")
 	b.WriteString("# TYPE ratelimit_limiter_failures_total counter\n")
-	for i, name := range reasonNames {
-		fmt.Fprintf(&b, "ratelimit_limiter_failures_total{reason=%s} %d\n", labelValue(name), m.failures[i].Load())
+	for i := range limiter.NumFailures {
+		fmt.Fprintf(&b, "ratelimit_limiter_failures_total{reason=%s} %d\n", labelValue(i.String()), m.failures[i].Load())
 	}
 	b.WriteString("# HELP ratelimit_policy_info The limiter's algorithm and advertised policy (RateLimit-Policy q and w).\n")
 	b.WriteString("# TYPE ratelimit_policy_info gauge\n")

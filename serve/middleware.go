@@ -12,12 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
 	"github.com/ratelimit-dev/ratelimit/limiter"
-	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
 
 // FailMode says what the middleware does when the limiter gives no answer
@@ -71,9 +68,9 @@ const (
 // the defaults above: identity header X-API-Key, a 50 ms Redis deadline,
 // fail open, keys under "rl", policy name "default".
 type Config struct {
-	// Client runs the limiter script: a *redis.Client, a *redis.ClusterClient,
-	// or any redis.UniversalClient. Required. The middleware never closes it.
-	Client redis.Scripter
+	// Store runs the limiter's decisions: redislimit.NewStore on a Redis
+	// client (standalone, cluster or embedded). Required.
+	Store Store
 	// Params are the limiter's algorithm and parameters, validated by
 	// limiter.NewLimiter (bad values are exit-2 limiter.ParamErrors).
 	Params limiter.Params
@@ -172,8 +169,12 @@ func orDefault[T time.Duration | int | int64](v, def T) T {
 // command can reject bad flags (exit 2) before it connects to Redis.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if _, err := limiter.NewLimiter(c.Params); err != nil {
+	l, err := limiter.NewLimiter(c.Params)
+	if err != nil {
 		return err
+	}
+	if !l.HasScript() {
+		return exitcode.Usagef("%s has no script to serve with; use %s", c.Params.Algo, strings.Join(algoNames(limiter.Scripted()), ", "))
 	}
 	return c.validate()
 }
@@ -223,6 +224,22 @@ func (c Config) validate() error {
 	return nil
 }
 
+// Store is where the limiter's decisions run: the limiter's script on a
+// Redis server (limiter/redislimit.Store), so this package needs no Redis
+// client of its own.
+type Store interface {
+	// Allow decides one request for key.
+	Allow(ctx context.Context, l *limiter.Limiter, key string) (limiter.Decision, error)
+	// Probe runs the limiter on key, a key of its own, the way every
+	// request will, and deletes it; what names the probe in errors and
+	// acl is the minimal ACL to suggest when the server refuses it.
+	Probe(ctx context.Context, l *limiter.Limiter, key, what, acl string) error
+	// Reason sorts a failed decision.
+	Reason(err error) limiter.Failure
+	// Hint names the ACL rule to add when the ACL refused the limiter.
+	Hint(l *limiter.Limiter, err error) string
+}
+
 // Counts are the middleware's decisions since it was made.
 type Counts struct {
 	Allowed    int64 `json:"allowed"`     // the limiter admitted the request
@@ -242,26 +259,15 @@ type Middleware struct {
 	policyValue string
 
 	allowed, limited, failOpen, failClosed atomic.Int64
-	// failures counts the failed decisions by reason (the failure* constants).
-	failures [numReasons]atomic.Int64
+	// failures counts the failed decisions by reason.
+	failures [limiter.NumFailures]atomic.Int64
 
 	logMu     sync.Mutex
 	logLast   time.Time
 	logMissed int64
 	// loggedOnce marks the reasons logged once and never again.
-	loggedOnce [numReasons]bool
+	loggedOnce [limiter.NumFailures]bool
 }
-
-// Why a decision failed: the reason label of ratelimit_limiter_failures_total.
-const (
-	reasonTimeout     = iota // no answer within RedisTimeout
-	reasonUnreachable        // connection refused or reset, BUSY, READONLY, ...
-	reasonNoPerm             // the ACL refused the script or the key (NOPERM)
-	reasonScript             // the script answered an error (a bucket holding foreign data, WRONGTYPE, ...)
-	numReasons
-)
-
-var reasonNames = [numReasons]string{"timeout", "unreachable", "noperm", "script"}
 
 // Failures are the failed decisions (fail open plus fail closed) by reason.
 type Failures struct {
@@ -274,34 +280,17 @@ type Failures struct {
 // Failures returns the failed decisions so far, by reason.
 func (m *Middleware) Failures() Failures {
 	return Failures{
-		Timeout:     m.failures[reasonTimeout].Load(),
-		Unreachable: m.failures[reasonUnreachable].Load(),
-		NoPerm:      m.failures[reasonNoPerm].Load(),
-		Script:      m.failures[reasonScript].Load(),
+		Timeout:     m.failures[limiter.FailTimeout].Load(),
+		Unreachable: m.failures[limiter.FailUnreachable].Load(),
+		NoPerm:      m.failures[limiter.FailNoPerm].Load(),
+		Script:      m.failures[limiter.FailScript].Load(),
 	}
-}
-
-// failureReason sorts a failed decision. A script's error reply (foreign
-// data under a bucket key, WRONGTYPE) is the script refusing that key: the
-// middleware never retries it with anything that would overwrite the key.
-func failureReason(err error) int {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return reasonTimeout
-	}
-	if noPerm(err) {
-		return reasonNoPerm
-	}
-	switch redisconn.Classify(err) {
-	case redisconn.Other, redisconn.WrongType:
-		return reasonScript
-	}
-	return reasonUnreachable
 }
 
 // NewMiddleware validates cfg and returns its middleware.
 func NewMiddleware(cfg Config) (*Middleware, error) {
-	if cfg.Client == nil {
-		return nil, errors.New("serve: Config.Client is nil; pass a redis client")
+	if cfg.Store == nil {
+		return nil, errors.New("serve: Config.Store is nil; pass redislimit.NewStore(client)")
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -314,6 +303,9 @@ func NewMiddleware(cfg Config) (*Middleware, error) {
 	l, err := limiter.NewLimiter(cfg.Break.enforced(cfg.Params))
 	if err != nil {
 		return nil, err
+	}
+	if !l.HasScript() {
+		return nil, exitcode.Usagef("%s has no script to serve with; use %s", cfg.Params.Algo, strings.Join(algoNames(limiter.Scripted()), ", "))
 	}
 	m := &Middleware{cfg: cfg, limiter: l}
 	p := advertised.Policy()
@@ -419,7 +411,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 // when the client gives up and its answer is dropped.
 func (m *Middleware) decide(ctx context.Context, key string) (limiter.Decision, error) {
 	if m.cfg.RedisTimeout == WaitForever {
-		return m.limiter.Allow(ctx, m.cfg.Client, key, 0)
+		return m.cfg.Store.Allow(ctx, m.limiter, key)
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.RedisTimeout)
 	defer cancel()
@@ -429,7 +421,7 @@ func (m *Middleware) decide(ctx context.Context, key string) (limiter.Decision, 
 	}
 	ch := make(chan result, 1)
 	go func() {
-		d, err := m.limiter.Allow(ctx, m.cfg.Client, key, 0)
+		d, err := m.cfg.Store.Allow(ctx, m.limiter, key)
 		ch <- result{d, err}
 	}()
 	select {
@@ -507,9 +499,12 @@ func refuseAs(w http.ResponseWriter, status int, code string, retryMs int64, b B
 // since every later request would say the same; Redis trouble at most once
 // a second.
 func (m *Middleware) logFailure(err error, key, action string) {
-	reason := failureReason(err)
+	reason := m.cfg.Store.Reason(err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		reason = limiter.FailTimeout
+	}
 	m.failures[reason].Add(1)
-	if reason != reasonNoPerm && reason != reasonScript {
+	if reason != limiter.FailNoPerm && reason != limiter.FailScript {
 		m.logTrouble(err, action)
 		return
 	}
@@ -519,9 +514,9 @@ func (m *Middleware) logFailure(err error, key, action string) {
 		return
 	}
 	m.loggedOnce[reason] = true
-	later := fmt.Sprintf("later ones are counted in ratelimit_limiter_failures_total{reason=%q}, not logged", reasonNames[reason])
-	if reason == reasonNoPerm {
-		m.logf("serve: limiter refused by the Redis ACL, %s: %v; %s; %s", action, err, m.aclHint(err), later)
+	later := fmt.Sprintf("later ones are counted in ratelimit_limiter_failures_total{reason=%q}, not logged", reason)
+	if reason == limiter.FailNoPerm {
+		m.logf("serve: limiter refused by the Redis ACL, %s: %v; %s; %s", action, err, m.cfg.Store.Hint(m.limiter, err), later)
 		return
 	}
 	m.logf("serve: limiter script refused bucket %s, %s; the key is left as it is: %v; %s", key, action, err, later)
@@ -548,4 +543,12 @@ func (m *Middleware) logTrouble(err error, action string) {
 	}
 	m.logLast, m.logMissed = now, 0
 	m.logf("serve: limiter unavailable, %s: %v%s", action, err, more)
+}
+
+func algoNames(as []limiter.Algo) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = string(a)
+	}
+	return out
 }

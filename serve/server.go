@@ -182,13 +182,15 @@ func (m *Middleware) hello(w http.ResponseWriter, r *http.Request) {
 }
 
 // Describe is the startup line's account of the configuration, e.g.
-// `token-bucket capacity 10, refill 5/s (RateLimit-Policy "default";q=10;w=2);
+// `token-bucket capacity 10, rate 5/s (RateLimit-Policy "default";q=10;w=2);
 // identity X-API-Key, else the client IP (X-Forwarded-For ignored); Redis
 // deadline 50ms, then fail open; /metrics exempt`.
 func (m *Middleware) Describe() string {
 	c := m.cfg
 	xff := "X-Forwarded-For ignored"
-	if c.TrustProxy == 1 {
+	if c.Break == BreakTrustXFF {
+		xff = "X-Forwarded-For trusted from any client: broken on purpose"
+	} else if c.TrustProxy == 1 {
 		xff = "X-Forwarded-For trusted from 1 proxy"
 	} else if c.TrustProxy > 1 {
 		xff = fmt.Sprintf("X-Forwarded-For trusted from %d proxies", c.TrustProxy)
@@ -206,19 +208,9 @@ func (m *Middleware) Describe() string {
 }
 
 // DescribeParams reads limiter parameters back in words:
-// "token-bucket capacity 10, refill 5/s".
+// "token-bucket capacity 10, rate 5/s".
 func DescribeParams(p limiter.Params) string {
-	var s string
-	switch p.Algo {
-	case limiter.TokenBucket:
-		s = fmt.Sprintf("token-bucket capacity %d, refill %s", p.Capacity, p.Rate)
-	case limiter.SlidingWindow, limiter.FixedWindow:
-		s = fmt.Sprintf("%s limit %d per %s", p.Algo, p.Limit, p.Window)
-	case limiter.GCRA:
-		s = fmt.Sprintf("gcra rate %s, burst %d", p.Rate, p.Burst)
-	default:
-		s = string(p.Algo)
-	}
+	s := string(p.Algo) + " " + p.Settings()
 	if p.Cost > 1 {
 		s += fmt.Sprintf(", cost %d per request", p.Cost)
 	}

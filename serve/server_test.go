@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter/redislimit"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
@@ -19,7 +20,7 @@ import (
 // finished; afterwards nothing listens.
 func TestServerGracefulShutdown(t *testing.T) {
 	tg := redistest.Standalone(t)
-	cfg := Config{Client: tg.Client, Params: bucket(t, 10, "5/s"), Delay: 300 * time.Millisecond, KeyPrefix: "test-" + uuid.NewString()}
+	cfg := Config{Store: redislimit.NewStore(tg.Client), Params: bucket(t, 10, "5/s"), Delay: 300 * time.Millisecond, KeyPrefix: "test-" + uuid.NewString()}
 	s, err := Start(cfg, "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -69,7 +70,7 @@ func TestStartAddressErrors(t *testing.T) {
 		{"127.0.0.1", "--addr wants host:port"},
 	}
 	for _, tt := range tests {
-		_, err := Start(Config{Client: client, Params: bucket(t, 10, "5/s")}, tt.addr)
+		_, err := Start(Config{Store: redislimit.NewStore(client), Params: bucket(t, 10, "5/s")}, tt.addr)
 		if err == nil {
 			t.Fatalf("Start(%q): no error", tt.addr)
 		}
@@ -88,7 +89,7 @@ func TestRun(t *testing.T) {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- Run(ctx, Config{Client: tg.Client, Params: bucket(t, 10, "5/s"), KeyPrefix: "test-" + uuid.NewString()}, "127.0.0.1:0", out)
+		errc <- Run(ctx, Config{Store: redislimit.NewStore(tg.Client), Params: bucket(t, 10, "5/s"), KeyPrefix: "test-" + uuid.NewString()}, "127.0.0.1:0", out)
 	}()
 	var url string
 	for deadline := time.Now().Add(5 * time.Second); url == ""; time.Sleep(5 * time.Millisecond) {
@@ -100,7 +101,7 @@ func TestRun(t *testing.T) {
 		}
 	}
 	line := strings.SplitN(out.String(), "\n", 2)[0]
-	for _, want := range []string{"serve: listening on http://127.0.0.1:", `token-bucket capacity 10, refill 5/s`, `RateLimit-Policy "default";q=10;w=2`, "identity X-API-Key", "fail open", "/metrics exempt"} {
+	for _, want := range []string{"serve: listening on http://127.0.0.1:", `token-bucket capacity 10, rate 5/s`, `RateLimit-Policy "default";q=10;w=2`, "identity X-API-Key", "fail open", "/metrics exempt"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("startup line %q lacks %q", line, want)
 		}
