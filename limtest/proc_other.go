@@ -1,0 +1,7 @@
+//go:build !linux
+
+package limtest
+
+import "syscall"
+
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
