@@ -20,6 +20,11 @@ var domains = []string{"eval", "race", "load", "cluster", "serve", "probe", "fai
 // terminal's progress bars.
 var cliOnly = []string{"github.com/spf13/cobra", "github.com/spf13/pflag", "github.com/vbauerster/mpb"}
 
+// luaParser is the module only lualint imports: the Lua key lint reads
+// scripts, cmd runs it, and cluster and report take its reports
+// (lualint/lint), never the parser.
+const luaParser = "github.com/yuin/gopher-lua"
+
 // TestPackageGraph holds the package rules docs/ARCHITECTURE.md states,
 // on the graph go list reports (scripts/depgraph prints it).
 func TestPackageGraph(t *testing.T) {
@@ -32,9 +37,15 @@ func TestPackageGraph(t *testing.T) {
 		pkg := strings.TrimPrefix(strings.TrimPrefix(parts[0], module), "/")
 		imports, deps := strings.Fields(parts[1]), strings.Fields(parts[2])
 		for _, imp := range imports {
+			if (imp == luaParser || strings.HasPrefix(imp, luaParser+"/")) && pkg != "lualint" {
+				t.Errorf("%s imports %s: only lualint reads Lua; take its reports from lualint/lint", pkg, imp)
+			}
 			own, ok := strings.CutPrefix(imp, module+"/")
 			if !ok {
 				continue
+			}
+			if own == "lualint" && pkg != "cmd" {
+				t.Errorf("%s imports lualint: only cmd runs the Lua lint, others take its reports (lualint/lint)", pkg)
 			}
 			top, _, _ := strings.Cut(own, "/")
 			if slices.Contains(domains, pkg) && slices.Contains(domains, top) && top != pkg {

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/lualint/lint"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
@@ -24,18 +25,14 @@ const (
 	Version = 2
 )
 
-// Script is one Lua file to lint.
-type Script struct {
-	File string
-	Src  []byte
-}
-
 // Options say what to compute. Every part is optional; Run does those given.
 type Options struct {
 	Keys     []string // keys to place
 	SameSlot bool     // the keys form one group that must share a slot
 	Groups   []Group  // groups read by ReadGroups (keys, file and line set)
-	Scripts  []Script // scripts to lint
+	// Scripts are the reports of the scripts linted (lualint.Lint): Run
+	// turns each into a check and gathers their findings.
+	Scripts []lint.ScriptReport
 	// Template with From and To: how a key scheme spreads.
 	Template *Template
 	From, To uint64
@@ -76,15 +73,15 @@ type Verify struct {
 type Result struct {
 	doc.Header
 	// Notice says why node placement is missing (not a cluster).
-	Notice   string         `json:"notice,omitempty"`
-	Topology *Topology      `json:"topology,omitempty"`
-	Keys     []Key          `json:"keys"`
-	Groups   []Group        `json:"groups"`
-	Scripts  []ScriptReport `json:"scripts"`
-	Findings []Finding      `json:"findings"`
-	Verify   *Verify        `json:"verify,omitempty"`
-	Spread   *Spread        `json:"spread,omitempty"`
-	Split    *Split         `json:"split,omitempty"`
+	Notice   string              `json:"notice,omitempty"`
+	Topology *Topology           `json:"topology,omitempty"`
+	Keys     []Key               `json:"keys"`
+	Groups   []Group             `json:"groups"`
+	Scripts  []lint.ScriptReport `json:"scripts"`
+	Findings []lint.Finding      `json:"findings"`
+	Verify   *Verify             `json:"verify,omitempty"`
+	Spread   *Spread             `json:"spread,omitempty"`
+	Split    *Split              `json:"split,omitempty"`
 	// Checks holds one check per group (CROSSSLOT), per linted script and
 	// for --verify, in that order (see Checks).
 	Checks  []doc.Check `json:"checks"`
@@ -174,8 +171,8 @@ func count(n int, one, many string) string {
 // ErrNotCluster with Verify.
 func Run(ctx context.Context, opts Options) (Result, error) {
 	res := Result{Header: doc.Header{Kind: Kind, Version: Version, Server: opts.Server},
-		Keys: make([]Key, len(opts.Keys)), Groups: []Group{}, Scripts: []ScriptReport{},
-		Findings: []Finding{}}
+		Keys: make([]Key, len(opts.Keys)), Groups: []Group{}, Scripts: []lint.ScriptReport{},
+		Findings: []lint.Finding{}}
 	var top *Topology
 	if opts.Client != nil {
 		var t *Topology
@@ -238,8 +235,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		c.File, c.Line = g.File, g.Line
 		res.Groups = append(res.Groups, c)
 	}
-	for _, s := range opts.Scripts {
-		rep := Lint(s.File, s.Src)
+	for _, rep := range opts.Scripts {
 		res.Scripts = append(res.Scripts, rep)
 		res.Findings = append(res.Findings, rep.Findings...)
 	}

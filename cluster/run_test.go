@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelimit-dev/ratelimit/lualint"
+	"github.com/ratelimit-dev/ratelimit/lualint/lint"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
@@ -135,7 +137,7 @@ func TestRunOffline(t *testing.T) {
 		Keys:     []string{"rl:user:42:minute", "rl:global:minute", "\xff{a}"},
 		SameSlot: true,
 		Groups:   []Group{{Keys: []string{"rl:{u}:a", "rl:{u}:b"}, File: "g", Line: 3}},
-		Scripts:  []Script{{File: "ok.lua", Src: []byte("return redis.call('GET', KEYS[1])")}, {File: "bad.lua", Src: []byte("\nreturn redis.call('GET', ARGV[1])")}},
+		Scripts:  []lint.ScriptReport{lualint.Lint("ok.lua", []byte("return redis.call('GET', KEYS[1])")), lualint.Lint("bad.lua", []byte("\nreturn redis.call('GET', ARGV[1])"))},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
 // Package cluster knows how Redis Cluster places keys: the CRC16 hash slot
-// of a key or of its hash tag, whether keys used together share a slot, which
-// key arguments a Lua script builds itself, how a key scheme spreads over
-// slots and primaries, and (with a client) which node serves each slot.
+// of a key or of its hash tag, whether keys used together share a slot, how
+// a key scheme spreads over slots and primaries, and (with a client) which
+// node serves each slot. The keyslot document it builds also carries the
+// reports of the Lua key lint (package lualint), which the caller runs.
 package cluster
 
 import "strings"

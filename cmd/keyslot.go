@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/lualint"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 	"github.com/ratelimit-dev/ratelimit/userfile"
@@ -187,7 +188,8 @@ func runKeyslot(opts *keyslotOptions) error {
 }
 
 // input checks the flags and reads the files they name into cluster
-// options. Every problem here is bad input (exit 2).
+// options, each script as its lint report (lualint.Lint). Every problem
+// here is bad input (exit 2).
 func (opts *keyslotOptions) input() (cluster.Options, error) {
 	var in cluster.Options
 	scripts := opts.Scripts
@@ -247,7 +249,7 @@ func (opts *keyslotOptions) input() (cluster.Options, error) {
 		if err != nil {
 			return in, err
 		}
-		in.Scripts = append(in.Scripts, cluster.Script{File: s, Src: src})
+		in.Scripts = append(in.Scripts, lualint.Lint(s, src))
 	}
 	if (opts.Template == "") != (opts.Range == "") {
 		return in, exitcode.Usagef("--template and --range go together, e.g. --template 'rl:{tenant:%%d}:tb' --range 1-100000")

@@ -14,10 +14,12 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/fault"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/report"
 	"github.com/ratelimit-dev/ratelimit/secret"
+	"github.com/ratelimit-dev/ratelimit/tally"
 	"github.com/ratelimit-dev/ratelimit/userfile"
 )
 
@@ -205,7 +207,7 @@ as Basic auth and masked in every output and error.`,
 	fl.StringArrayVar(&opts.Faults, "fault", nil, "inject a fault into --fault-redis during the run: pause:3s@10s, pause-write:3s@10s, drop-clients@10s, flush-scripts@10s, failover@10s (a cluster: of --fault-key's primary; a standalone primary: its replica), stop:3s@10s and restart@10s (servers this process started) (repeatable)")
 	fl.StringVar(&opts.FaultRedis, "fault-redis", "", "the Redis behind the target, where --fault goes (never inferred): loopback or a sandbox, else "+fault.AllowRemoteFlag)
 	fl.BoolVar(&opts.AllowRemote, strings.TrimPrefix(fault.AllowRemoteFlag, "--"), false, "let --fault go to a server that is not on loopback")
-	fl.StringVar(&opts.DuringFault, "during-fault", load.DuringAny, "what the target may do during a fault: open (fail open or unaffected), closed (fail closed or unaffected), unaffected, or any (report only)")
+	fl.StringVar(&opts.DuringFault, "during-fault", judge.DuringAny, "what the target may do during a fault: open (fail open or unaffected), closed (fail closed or unaffected), unaffected, or any (report only)")
 	fl.DurationVar(&opts.RecoverWithin, "recover-within", 0, "fail unless the target is back within tolerance this long after each fault ends (0: report the time only)")
 	fl.StringVar(&opts.FaultKey, "fault-key", "", "on a cluster, the key whose primary a failover fault fails over (the target's bucket key, e.g. rl:{ip:127.0.0.1}:token-bucket)")
 	fl.StringVar(&opts.FailoverMode, "failover-mode", string(fault.FailoverForce), "how a failover fault promotes the replica: force, takeover or graceful")
@@ -245,7 +247,7 @@ func runLoad(opts *loadOptions) error {
 		defer inj.Close()
 		fmt.Fprintln(f.IO.ErrOut, report.Printable(inj.Statement()))
 		o.Faults.Server, o.Faults.Statement = inj.Target().Shown, inj.Statement()
-		o.Faults.Run = func(ctx context.Context, start time.Time) []load.Disruption {
+		o.Faults.Run = func(ctx context.Context, start time.Time) []judge.Disruption {
 			outs, _ := inj.Run(ctx, start) // each outcome carries its error
 			return disruptions(outs)
 		}
@@ -270,7 +272,7 @@ func runLoad(opts *loadOptions) error {
 
 // loadOutcome maps a finished run to its exit: interrupted (130), unreachable
 // (3), failed thresholds or verdict (1), else nil.
-func loadOutcome(res *load.Result) error {
+func loadOutcome(res *tally.Result) error {
 	if res.Interrupted {
 		return fmt.Errorf("load stopped after %.1fs: %w", res.ElapsedS, context.Canceled)
 	}
@@ -328,10 +330,10 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 	if err != nil {
 		return load.Options{}, err
 	}
-	var thresholds []load.Threshold
+	var thresholds []judge.Threshold
 	noMaxFailed := false
 	for _, s := range opts.Thresholds {
-		th, err := load.ParseThreshold(s)
+		th, err := judge.ParseThreshold(s)
 		if err != nil {
 			return load.Options{}, err
 		}
@@ -339,9 +341,9 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 		// a threshold on failed replaces the default --max-failed
 		noMaxFailed = noMaxFailed || th.Metric == "failed" && !opts.maxFailedSet
 	}
-	var expect *load.Expectation
+	var expect *judge.Expectation
 	if opts.Expect != "" {
-		if expect, err = load.ParseExpect(opts.Expect); err != nil {
+		if expect, err = judge.ParseExpect(opts.Expect); err != nil {
 			return load.Options{}, err
 		}
 	}
@@ -408,12 +410,12 @@ func (opts *loadOptions) faultPlan(o *load.Options) (fault.Plan, error) {
 		return nil, err
 	}
 	during := strings.ToLower(strings.TrimSpace(opts.DuringFault))
-	fs := &load.Faults{During: during, RecoverWithin: opts.RecoverWithin}
+	fs := &load.Faults{FaultPlan: judge.FaultPlan{During: during, RecoverWithin: opts.RecoverWithin}}
 	for _, s := range plan {
-		fs.Specs = append(fs.Specs, load.PlannedFault{Spec: s.String(), Kind: string(s.Kind), At: s.At, For: s.For})
+		fs.Specs = append(fs.Specs, judge.PlannedFault{Spec: s.String(), Kind: string(s.Kind), At: s.At, For: s.For})
 	}
 	// a placeholder until the injector exists, so Validate sees a plan
-	fs.Run = func(context.Context, time.Time) []load.Disruption { return nil }
+	fs.Run = func(context.Context, time.Time) []judge.Disruption { return nil }
 	o.Faults = fs
 	if !opts.maxFailedSet {
 		// 5xx and errors during a fault are what the fault checks judge
@@ -423,10 +425,10 @@ func (opts *loadOptions) faultPlan(o *load.Options) (fault.Plan, error) {
 }
 
 // disruptions turns the faults as played into what load judges.
-func disruptions(outs []fault.Outcome) []load.Disruption {
-	ds := make([]load.Disruption, 0, len(outs))
+func disruptions(outs []fault.Outcome) []judge.Disruption {
+	ds := make([]judge.Disruption, 0, len(outs))
 	for _, o := range outs {
-		d := load.Disruption{Spec: o.Spec.String(), Kind: string(o.Spec.Kind), Server: o.Server, Detail: o.Detail,
+		d := judge.Disruption{Spec: o.Spec.String(), Kind: string(o.Spec.Kind), Server: o.Server, Detail: o.Detail,
 			Start: o.Start, End: o.End, Timed: o.Spec.Kind.Timed()}
 		if o.Err != nil {
 			d.Err = o.Err.Error()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // manifestArgs reads the container args of deploy/kubernetes/load-job.yaml
@@ -167,7 +168,7 @@ func TestSegmentProcessesMerge(t *testing.T) {
 	if code := tf.execute(t, "merge", files[0], files[1], files[2], files[3], "--out", merged); code != exitcode.OK {
 		t.Fatalf("merge = %d\n%s\n%s", code, tf.Out.String(), tf.ErrOut.String())
 	}
-	var m load.Result
+	var m tally.Result
 	b, _ := os.ReadFile(merged)
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
@@ -184,7 +185,7 @@ func TestSegmentProcessesMerge(t *testing.T) {
 	if code := tf.execute(t, "load", "--target", probeTarget(t, ""), "--rate", "20/s", "--duration", "6s", "--expect", "token-bucket:burst=10,rate=5/s", "--out", one); code != exitcode.OK {
 		t.Fatalf("single-process load = %d\n%s", code, tf.ErrOut.String())
 	}
-	var w load.Result
+	var w tally.Result
 	b, _ = os.ReadFile(one)
 	if err := json.Unmarshal(b, &w); err != nil {
 		t.Fatal(err)

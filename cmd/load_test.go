@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +31,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/report"
 	"github.com/ratelimit-dev/ratelimit/secret"
 	"github.com/ratelimit-dev/ratelimit/serve"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // loadBucketTarget is an HTTP target limiting each X-API-Key with a token
@@ -96,10 +98,16 @@ func TestLoadCommandText(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, tf.ErrOut.String())
 	}
-	for _, want := range []string{"target: GET " + srv.URL + "/hello", "40 sent of 40 planned, 0 dropped",
-		"expected 19 (token bucket 10 + 5/s over 1.95 s) ±", ": pass", "RateLimit-Policy    40 (100.0%)", "PASS"} {
+	// the shape of the report, not the wall clock: how many were sent and
+	// over how long depends on how busy the machine is
+	for _, want := range []string{"target: GET " + srv.URL + "/hello", " planned, ", ": pass", "PASS"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, re := range []string{`\b\d+ sent of 40 planned, \d+ dropped`, `expected \d+ \(token bucket 10 \+ 5/s over \d+\.\d\d s\) ±\d+: pass`, `RateLimit-Policy +\d+ \(100\.0%\)`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("output does not match %s:\n%s", re, out)
 		}
 	}
 	if tf.ErrOut.Len() != 0 {
@@ -116,12 +124,14 @@ func TestLoadCommandJSONAndOut(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
 	}
-	var doc load.Result
+	var doc tally.Result
 	if err := json.Unmarshal(tf.Out.Bytes(), &doc); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, tf.Out.String())
 	}
-	// Two fresh identities at 10/s each: the whole 1 s fits in two bursts of 10.
-	if doc.Kind != "load" || doc.Version != 2 || doc.Sent != 20 || doc.Status["200"] != 20 || doc.Verdict != "pass" {
+	// Two fresh identities at 10/s each: the whole 1 s fits in two bursts
+	// of 10, so every request sent (20 unless the machine starved the
+	// generator) is admitted.
+	if doc.Kind != "load" || doc.Version != 2 || doc.Sent == 0 || doc.Sent+doc.Dropped != 20 || doc.Status["200"] != doc.Sent || doc.Verdict != "pass" {
 		t.Errorf("document: kind %q sent %d status %v verdict %q", doc.Kind, doc.Sent, doc.Status, doc.Verdict)
 	}
 	if !doc.StartedAt.Equal(testNow) {
@@ -171,7 +181,7 @@ func TestLoadCommandExitCodes(t *testing.T) {
 }
 
 func TestLoadOutcomeUnreachableMidRun(t *testing.T) {
-	res := &load.Result{Target: "http://127.0.0.1:1", Completed: 5, Errors: map[string]int64{"connection refused": 5}}
+	res := &tally.Result{Target: "http://127.0.0.1:1", Completed: 5, Errors: map[string]int64{"connection refused": 5}}
 	if err := loadOutcome(res); exitcode.Code(err) != exitcode.Unreachable {
 		t.Errorf("all refused: %v", err)
 	}
@@ -185,7 +195,7 @@ func TestLoadOutcomeUnreachableMidRun(t *testing.T) {
 // loadServeTarget runs serve's handler with limiter p on a free loopback
 // port against the real standalone redis-server, under a key prefix of its
 // own. forget deletes the buckets of a run's identities afterwards.
-func loadServeTarget(t *testing.T, p limiter.Params, delay time.Duration) (url string, forget func(doc load.Result)) {
+func loadServeTarget(t *testing.T, p limiter.Params, delay time.Duration) (url string, forget func(doc tally.Result)) {
 	t.Helper()
 	tg := redistest.Standalone(t)
 	prefix := "test-" + uuid.NewString()
@@ -202,7 +212,7 @@ func loadServeTarget(t *testing.T, p limiter.Params, delay time.Duration) (url s
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	return srv.URL() + "/hello", func(doc load.Result) {
+	return srv.URL() + "/hello", func(doc tally.Result) {
 		keys := []string{serve.IP(netip.MustParseAddr("127.0.0.1")).Key(prefix, p.Algo)}
 		for k := range max(doc.Identities, 1) {
 			keys = append(keys, serve.APIKey(load.IdentityValue(doc.RunID, k)).Key(prefix, p.Algo))
@@ -212,11 +222,11 @@ func loadServeTarget(t *testing.T, p limiter.Params, delay time.Duration) (url s
 }
 
 // loadJSON runs `ratelimit load -o json` with args and decodes the document.
-func loadJSON(t *testing.T, args ...string) (int, load.Result) {
+func loadJSON(t *testing.T, args ...string) (int, tally.Result) {
 	t.Helper()
 	tf := newTestFactory(t)
 	code := tf.execute(t, append([]string{"load", "-o", "json"}, args...)...)
-	var doc load.Result
+	var doc tally.Result
 	if err := json.Unmarshal(tf.Out.Bytes(), &doc); err != nil {
 		t.Fatalf("exit %d, stdout is not JSON: %v\n%s\n%s", code, err, tf.Out.String(), tf.ErrOut.String())
 	}
@@ -239,21 +249,23 @@ func TestLoadAgainstServeTokenBucket(t *testing.T) {
 		t.Run(tt.expect, func(t *testing.T) {
 			code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "3s", "--expect", tt.expect)
 			forget(doc)
-			if doc.Planned != 60 || doc.Sent != 60 || doc.Dropped != 0 {
-				t.Fatalf("planned %d sent %d dropped %d; want 60 60 0", doc.Planned, doc.Sent, doc.Dropped)
+			if doc.Planned != 60 || doc.Sent+doc.Dropped != 60 || doc.Sent < 30 {
+				t.Fatalf("planned %d sent %d dropped %d; want 60 planned, every one sent or dropped", doc.Planned, doc.Sent, doc.Dropped)
 			}
 			if code != tt.code || doc.Expect == nil {
 				t.Fatalf("exit %d, want %d; verdict %+v", code, tt.code, doc.Expect)
 			}
 			t.Log(doc.Expect.Line())
-			if tt.code == 0 && (doc.Allowed < 22 || doc.Allowed > 26) {
-				t.Errorf("allowed %d; a bucket of 10 at 5/s over 2.95 s admits about 24", doc.Allowed)
+			// a bucket of 10 at 5/s over 2.95 s admits about 24 of 60;
+			// the verdict holds the count to the replay of what was sent
+			if tt.code == 0 && (doc.Allowed < 10 || doc.Allowed > 26) {
+				t.Errorf("allowed %d of %d sent; a bucket of 10 at 5/s over 2.95 s admits 10 to 24", doc.Allowed, doc.Sent)
 			}
 			if tt.expect == "auto" && doc.Expect.Fits != "token-bucket:burst=10,rate=5/s" {
 				t.Errorf("auto fits %q; readings %+v", doc.Expect.Fits, doc.Expect.Readings)
 			}
 			h := doc.Headers
-			if h.Policy.Valid != 60 || h.RateLimit.Valid != 60 || h.RetryAfter.Valid != doc.RateLimited || h.Storable429 != 0 {
+			if h.Policy.Valid != doc.Responses || h.RateLimit.Valid != doc.Responses || h.RetryAfter.Valid != doc.RateLimited || h.Storable429 != 0 {
 				t.Errorf("serve's headers failed a check: %+v", h)
 			}
 		})
@@ -265,7 +277,9 @@ func TestLoadAgainstServeSlidingWindow(t *testing.T) {
 	url, forget := loadServeTarget(t, limiter.Params{Algo: limiter.SlidingWindow, Limit: 10, Window: time.Minute}, 0)
 	code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "2s", "--expect", "sliding-window:limit=10,window=60s")
 	forget(doc)
-	if code != 0 || doc.Sent != 40 || doc.Allowed != 10 || doc.RateLimited != 30 || doc.Expect.Expected != 10 {
+	// exactly 10 admitted of the 40 planned (of those sent: a starved
+	// generator may drop some, never enough to leave fewer than 10)
+	if code != 0 || doc.Sent+doc.Dropped != 40 || doc.Allowed != 10 || doc.RateLimited != doc.Sent-10 || doc.Expect.Expected != 10 {
 		t.Errorf("exit %d sent %d allowed %d limited %d expected %d", code, doc.Sent, doc.Allowed, doc.RateLimited, doc.Expect.Expected)
 	}
 }
@@ -457,7 +471,7 @@ func TestLoadUserinfoRedacted(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
 	}
-	var doc load.Result
+	var doc tally.Result
 	if err := json.Unmarshal(tf.Out.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +569,7 @@ func TestLoadThresholdsEveryFormat(t *testing.T) {
 			junit[c.Name] = c.Failure != nil
 		}
 	}
-	var res load.Result
+	var res tally.Result
 	raw, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -610,7 +624,7 @@ func TestLoadAbortOnFail(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", code, tf.ErrOut.String())
 	}
-	var res load.Result
+	var res tally.Result
 	if err := json.Unmarshal(tf.Out.Bytes(), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -631,7 +645,7 @@ func TestLoadNoLimiterNote(t *testing.T) {
 	if code := tf.execute(t, "load", "--target", srv.URL, "--rate", "10/s", "--duration", "1s"); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	want := "PASS: 10 requests sent, 10 allowed, 0 refused, 0 failed, 0 dropped; note: " + load.NoLimiterNote
+	want := "PASS: 10 requests sent, 10 allowed, 0 refused, 0 failed, 0 dropped; note: " + tally.NoLimiterNote
 	if !strings.Contains(tf.Out.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, tf.Out.String())
 	}
@@ -639,7 +653,7 @@ func TestLoadNoLimiterNote(t *testing.T) {
 	if code := tf.execute(t, "load", "--target", srv.URL, "--rate", "10/s", "--duration", "1s", "--expect", "token-bucket:burst=100,rate=100/s"); code != 1 {
 		t.Errorf("with --expect: exit %d, want 1", code)
 	}
-	if !strings.Contains(tf.ErrOut.String(), load.NoLimiterNote) {
+	if !strings.Contains(tf.ErrOut.String(), tally.NoLimiterNote) {
 		t.Errorf("stderr lacks the note: %q", tf.ErrOut.String())
 	}
 }
@@ -670,7 +684,7 @@ func TestLoadBadThreshold(t *testing.T) {
 }
 
 func TestLoadOutcomePlural(t *testing.T) {
-	err := loadOutcome(&load.Result{Completed: 1, Errors: map[string]int64{"connection refused": 1}, Target: "http://x/"})
+	err := loadOutcome(&tally.Result{Completed: 1, Errors: map[string]int64{"connection refused": 1}, Target: "http://x/"})
 	if err == nil || strings.Contains(err.Error(), "1 requests") || !strings.Contains(err.Error(), "its only request") {
 		t.Errorf("loadOutcome = %v", err)
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
-	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/report"
+	"github.com/ratelimit-dev/ratelimit/tally"
 	"github.com/ratelimit-dev/ratelimit/userfile"
 )
 
@@ -74,7 +74,7 @@ func runMerge(opts *mergeOptions) error {
 	if len(opts.Files) == 0 {
 		return exitcode.Usagef("no documents; pass the segments' load documents (load --segment I/N -o json)")
 	}
-	var docs []*load.Result
+	var docs []*tally.Result
 	stdin := 0
 	for _, name := range opts.Files {
 		data, err := readDocument(f, name, opts.maxDocument, &stdin)
@@ -85,7 +85,7 @@ func runMerge(opts *mergeOptions) error {
 		if err != nil {
 			return exitcode.Usagef("merge: %s: %v", report.Printable(name), err)
 		}
-		res, ok := d.Value.(*load.Result)
+		res, ok := d.Value.(*tally.Result)
 		if !ok {
 			return exitcode.Usagef("merge: %s is a %s document, not a load run's", report.Printable(name), d.Kind)
 		}
@@ -96,7 +96,7 @@ func runMerge(opts *mergeOptions) error {
 		return err
 	}
 	defer em.close()
-	m, err := load.Merge(docs)
+	m, err := tally.Merge(docs)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/probe"
@@ -136,14 +137,14 @@ func runProbe(opts *probeOptions) error {
 		return exitcode.Usagef("-X must name an HTTP method")
 	}
 	if opts.Expect != "" {
-		x, err := load.ParseExpect(opts.Expect)
+		x, err := judge.ParseExpect(opts.Expect)
 		if err != nil {
 			return err
 		}
-		if x.Auto {
-			return exitcode.Usagef("--expect auto is what probe does anyway (it reads RateLimit-Policy); give a model, e.g. token-bucket:burst=10,rate=5/s")
+		if x.Auto || x.None || len(x.Parts) != 1 {
+			return exitcode.Usagef("--expect %s: probe checks one policy: give a model, e.g. token-bucket:burst=10,rate=5/s (auto is what probe does anyway: it reads RateLimit-Policy)", opts.Expect)
 		}
-		l, err := limiter.NewLimiter(x.Params)
+		l, err := limiter.NewLimiter(x.Parts[0])
 		if err != nil {
 			return err
 		}

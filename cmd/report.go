@@ -14,8 +14,11 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/recording"
 	"github.com/ratelimit-dev/ratelimit/report"
+	"github.com/ratelimit-dev/ratelimit/tally"
 	"github.com/ratelimit-dev/ratelimit/userfile"
 	"github.com/ratelimit-dev/ratelimit/version"
 )
@@ -164,7 +167,7 @@ than that is refused (exit 2) naming its line.`,
 	fl.StringVar(&opts.MaxFailed, "max-failed", "1%", "with --from: threshold on failed requests, as load")
 	fl.StringArrayVar(&opts.Thresholds, "threshold", nil, "with --from: check METRIC OP VALUE at the end, as load (latency from the due time is the latency from the send)")
 	fl.StringVar(&opts.Headers429, "headers", load.HeadersFail, "with --from: broken rate limit headers fail the verdict (fail), are reported only (warn) or are not checked (off)")
-	fl.DurationVar(&opts.ReorderWindow, "reorder-window", load.DefaultReorderWindow, "with --from: how long past the longest latency seen to wait for responses written out of order")
+	fl.DurationVar(&opts.ReorderWindow, "reorder-window", recording.DefaultReorderWindow, "with --from: how long past the longest latency seen to wait for responses written out of order")
 	return c
 }
 
@@ -337,7 +340,7 @@ func runReportFrom(opts *reportOptions, format string) error {
 		defer fh.Close()
 		in, o.Name = fh, name
 	}
-	res, err := load.ReadRecording(in, o)
+	res, err := recording.Read(in, o)
 	if err != nil {
 		return err
 	}
@@ -353,7 +356,7 @@ func runReportFrom(opts *reportOptions, format string) error {
 			return err
 		}
 	}
-	d := report.Document{Kind: load.Kind, Version: load.Version, Value: res, Source: o.Name}
+	d := report.Document{Kind: tally.Kind, Version: tally.Version, Value: res, Source: o.Name}
 	if err := writeHTML(f, opts.HTML, []report.Document{d}); err != nil {
 		return err
 	}
@@ -369,21 +372,21 @@ func runReportFrom(opts *reportOptions, format string) error {
 
 // reportOutcome is the exit of a judged recording: 1 when the verdict
 // failed, as load's.
-func reportOutcome(res *load.Result) error {
+func reportOutcome(res *tally.Result) error {
 	if res.Verdict == "fail" {
 		return exitcode.Failf("report: %s", strings.Join(res.VerdictMessages, "; "))
 	}
 	return nil
 }
 
-// recordOptions turns the --from flags into load.RecordOptions; every
+// recordOptions turns the --from flags into recording.RecordOptions; every
 // error is exit 2.
-func (opts *reportOptions) recordOptions() (load.RecordOptions, error) {
+func (opts *reportOptions) recordOptions() (recording.RecordOptions, error) {
 	src := strings.ToLower(strings.TrimSpace(opts.From))
-	if !slices.Contains(load.Sources, src) {
-		return load.RecordOptions{}, exitcode.Usagef("--from %q: use %s", opts.From, strings.Join(load.Sources, " or "))
+	if !slices.Contains(recording.Sources, src) {
+		return recording.RecordOptions{}, exitcode.Usagef("--from %q: use %s", opts.From, strings.Join(recording.Sources, " or "))
 	}
-	o := load.RecordOptions{Source: src, IdentityTag: strings.TrimSpace(opts.IdentityTag), ReorderWindow: opts.ReorderWindow,
+	o := recording.RecordOptions{Source: src, IdentityTag: strings.TrimSpace(opts.IdentityTag), ReorderWindow: opts.ReorderWindow,
 		HeaderMode: strings.ToLower(strings.TrimSpace(opts.Headers429))}
 	if opts.IdentityTag != "" && o.IdentityTag == "" {
 		return o, exitcode.Usagef("--identity-tag is blank; name the k6 tag or vegeta response header that carries the identity")
@@ -393,7 +396,7 @@ func (opts *reportOptions) recordOptions() (load.RecordOptions, error) {
 	}
 	var err error
 	if opts.Expect != "" {
-		if o.Expect, err = load.ParseExpect(opts.Expect); err != nil {
+		if o.Expect, err = judge.ParseExpect(opts.Expect); err != nil {
 			return o, err
 		}
 	}
@@ -404,7 +407,7 @@ func (opts *reportOptions) recordOptions() (load.RecordOptions, error) {
 		return o, err
 	}
 	for _, s := range opts.Thresholds {
-		th, err := load.ParseThreshold(s)
+		th, err := judge.ParseThreshold(s)
 		if err != nil {
 			return o, err
 		}

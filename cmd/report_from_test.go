@@ -225,9 +225,9 @@ type judgedDoc struct {
 	} `json:"checks"`
 }
 
-// judge runs ratelimit with args (ending in -o json), wants exit code
+// judgeRun runs ratelimit with args (ending in -o json), wants exit code
 // want and returns the document.
-func judge(t *testing.T, want int, args ...string) judgedDoc {
+func judgeRun(t *testing.T, want int, args ...string) judgedDoc {
 	t.Helper()
 	tf := newTestFactory(t)
 	if code := tf.execute(t, args...); code != want {
@@ -268,13 +268,16 @@ func TestReportFromRecordings(t *testing.T) {
 		t.Fatalf("ratelimit %s = %d (%v)\n%s%s", strings.Join(loadArgs, " "), loadCode, err, lf.Out.String(), lf.ErrOut.String())
 	}
 
-	// the plan's admissions: 10 at once, then 5/s over 29.95 s
+	// every way of judging passes the correct limiter, over the requests
+	// it really sent (a busy machine may send fewer than the plan's 600:
+	// the generator's own check says so, and the model is replayed over
+	// what was sent, so the verdict does not depend on keeping up)
 	within := func(name string, d judgedDoc) {
 		t.Helper()
 		j := d.Expect
 		t.Logf("%s: allowed %d of %d, expected %d ±%d: %s", name, j.Observed, j.Of, j.Expected, j.Tolerance, d.Verdict)
-		if d.Verdict != "pass" || !j.Pass || j.Of != 600 || j.Expected < 158 || j.Expected > 160 || j.Observed < j.Expected-j.Tolerance || j.Observed > j.Expected+j.Tolerance {
-			t.Errorf("%s: verdict %s, expected %d observed %d of %d ±%d, want 159 of 600 within the tolerance and a pass", name, d.Verdict, j.Expected, j.Observed, j.Of, j.Tolerance)
+		if d.Verdict != "pass" || !j.Pass || j.Of != d.Sent || j.Of == 0 || j.Observed < j.Expected-j.Tolerance || j.Observed > j.Expected+j.Tolerance {
+			t.Errorf("%s: verdict %s, expected %d observed %d of %d (%d sent) ±%d, want the sent requests judged within the tolerance and a pass", name, d.Verdict, j.Expected, j.Observed, j.Of, d.Sent, j.Tolerance)
 		}
 	}
 	within("ratelimit load", loadDoc)
@@ -283,7 +286,7 @@ func TestReportFromRecordings(t *testing.T) {
 	}
 
 	k6File := writeK6Recording(t, rs, recURL, false)
-	k6 := judge(t, exitcode.OK, "report", "--from", "k6", k6File, "--expect", bucket, "-o", "json")
+	k6 := judgeRun(t, exitcode.OK, "report", "--from", "k6", k6File, "--expect", bucket, "-o", "json")
 	within("report --from k6", k6)
 	if k6.Source != "k6" || k6.Sent != 600 || k6.Planned != 600 || !strings.Contains(k6.Headers.NotRecorded, "ratelimit_headers") {
 		t.Errorf("k6: source %q, %d sent of %d, headers %+v", k6.Source, k6.Sent, k6.Planned, k6.Headers)
@@ -294,14 +297,14 @@ func TestReportFromRecordings(t *testing.T) {
 		}
 	}
 	// k6 with the headers its script tagged: checked, and auto reads them
-	k6h := judge(t, exitcode.OK, "report", "--from", "k6", writeK6Recording(t, rs, recURL, true), "--expect", "auto", "-o", "json")
+	k6h := judgeRun(t, exitcode.OK, "report", "--from", "k6", writeK6Recording(t, rs, recURL, true), "--expect", "auto", "-o", "json")
 	within("report --from k6 --expect auto (headers tagged)", k6h)
 	if k6h.Headers.NotRecorded != "" || k6h.Headers.Responses != 600 || k6h.Expect.Fits != bucket {
 		t.Errorf("k6 with headers: %+v, fits %q", k6h.Headers, k6h.Expect.Fits)
 	}
 
 	for _, enc := range []string{"gob", "json"} {
-		v := judge(t, exitcode.OK, "report", "--from", "vegeta", writeVegetaRecording(t, rs, recURL, enc), "--expect", bucket, "-o", "json")
+		v := judgeRun(t, exitcode.OK, "report", "--from", "vegeta", writeVegetaRecording(t, rs, recURL, enc), "--expect", bucket, "-o", "json")
 		within("report --from vegeta ("+enc+")", v)
 		// the same requests: the same observation, the same replay to the
 		// millisecond k6's float durations round to
@@ -309,7 +312,7 @@ func TestReportFromRecordings(t *testing.T) {
 			t.Errorf("vegeta %s: %+v headers %+v, want k6's %+v", enc, *v.Expect, v.Headers, *k6.Expect)
 		}
 	}
-	auto := judge(t, exitcode.OK, "report", "--from", "vegeta", writeVegetaRecording(t, rs, recURL, "gob"), "--expect", "auto", "-o", "json")
+	auto := judgeRun(t, exitcode.OK, "report", "--from", "vegeta", writeVegetaRecording(t, rs, recURL, "gob"), "--expect", "auto", "-o", "json")
 	if auto.Expect.Fits != bucket {
 		t.Errorf("vegeta --expect auto fits %q, want %s", auto.Expect.Fits, bucket)
 	}
@@ -376,7 +379,7 @@ func TestReportFromIdentities(t *testing.T) {
 	url := probeTarget(t, "")
 	rs := recordRun(t, url, 30, 120, "key-a", "key-b", "key-c")
 	file := writeK6Recording(t, rs, url, false)
-	d := judge(t, exitcode.OK, "report", "--from", "k6", file, "--expect", bucket, "--identity-tag", "key", "-o", "json")
+	d := judgeRun(t, exitcode.OK, "report", "--from", "k6", file, "--expect", bucket, "--identity-tag", "key", "-o", "json")
 	if !d.Expect.Pass || d.Expect.Observed < 3*10 {
 		t.Errorf("three identities: %+v", *d.Expect)
 	}
@@ -472,7 +475,11 @@ func TestReportFromVegetaAttack(t *testing.T) {
 	install.Dir = bin
 	install.Env = append(os.Environ(), "GOBIN="+bin, "GOFLAGS=")
 	if out, err := install.CombinedOutput(); err != nil {
-		t.Skipf("skipping: vegeta v12.13.0 could not be installed (no network?): %v: %s", err, strings.TrimSpace(string(out)))
+		msg := fmt.Sprintf("vegeta v12.13.0 could not be installed from the Go module proxy: %v: %s", err, strings.TrimSpace(string(out)))
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg + " (required when CI is set)")
+		}
+		t.Skip("skipping: " + msg)
 	}
 	url := probeTarget(t, "")
 	results := filepath.Join(t.TempDir(), "results.bin")
@@ -481,13 +488,15 @@ func TestReportFromVegetaAttack(t *testing.T) {
 	if out, err := attack.CombinedOutput(); err != nil {
 		t.Fatalf("vegeta attack: %v: %s", err, out)
 	}
-	d := judge(t, exitcode.OK, "report", "--from", "vegeta", results, "--expect", bucket, "-o", "json")
+	d := judgeRun(t, exitcode.OK, "report", "--from", "vegeta", results, "--expect", bucket, "-o", "json")
 	j := d.Expect
 	t.Logf("vegeta attack: allowed %d of %d, expected %d ±%d: %s", j.Observed, j.Of, j.Expected, j.Tolerance, d.Verdict)
-	if d.Verdict != "pass" || j.Of != 600 || j.Expected < 158 || j.Expected > 160 || !j.Pass || d.Headers.NotRecorded != "" {
-		t.Errorf("vegeta attack judged: verdict %s, %+v, headers %+v; want 159 of 600, pass, headers checked", d.Verdict, *j, d.Headers)
+	// a starved vegeta sends late or fewer (it records no drops): the
+	// verdict is over what it sent, and must pass the correct limiter
+	if d.Verdict != "pass" || j.Of != d.Sent || j.Of == 0 || !j.Pass || d.Headers.NotRecorded != "" {
+		t.Errorf("vegeta attack judged: verdict %s, %+v, %d sent, headers %+v; want every sent request judged, pass, headers checked", d.Verdict, *j, d.Sent, d.Headers)
 	}
-	auto := judge(t, exitcode.OK, "report", "--from", "vegeta", results, "--expect", "auto", "-o", "json")
+	auto := judgeRun(t, exitcode.OK, "report", "--from", "vegeta", results, "--expect", "auto", "-o", "json")
 	if auto.Expect.Fits != bucket {
 		t.Errorf("vegeta attack --expect auto fits %q, want %s", auto.Expect.Fits, bucket)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/limiter/model"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 	"github.com/ratelimit-dev/ratelimit/secret"
+	"github.com/ratelimit-dev/ratelimit/stats"
 )
 
 // maxLookback bounds how many of the old primary's last answers lostCalls
@@ -123,7 +124,7 @@ func analyze(t *Trial, calls []call, lim *limiter.Limiter, wait int, promoted ti
 		}
 	}
 	sort.Float64s(lat)
-	t.P50Ms, t.P99Ms = percentile(lat, 0.5), percentile(lat, 0.99)
+	t.P50Ms, t.P99Ms = stats.Percentile(lat, 50), stats.Percentile(lat, 99)
 	if len(lat) > 0 {
 		t.MaxMs = lat[len(lat)-1]
 	}
@@ -178,17 +179,8 @@ func analyze(t *Trial, calls []call, lim *limiter.Limiter, wait int, promoted ti
 // ms is d in float milliseconds with µs resolution.
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
 
-// percentile is the nearest-rank percentile of sorted xs (0 when empty).
-func percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-// stats are the minimum, median and maximum of xs (zero when empty).
-func stats(xs []float64) Stats {
+// spread is the minimum, median and maximum of xs (zero when empty).
+func spread(xs []float64) Stats {
 	if len(xs) == 0 {
 		return Stats{}
 	}
@@ -212,6 +204,6 @@ func summarize(v *Variant) {
 		p50 = append(p50, t.P50Ms)
 		p99 = append(p99, t.P99Ms)
 	}
-	v.ExtraAllowed, v.LostWrites, v.UnavailableMs = stats(extra), stats(lost), stats(unav)
-	v.P50Ms, v.P99Ms = stats(p50), stats(p99)
+	v.ExtraAllowed, v.LostWrites, v.UnavailableMs = spread(extra), spread(lost), spread(unav)
+	v.P50Ms, v.P99Ms = spread(p50), spread(p99)
 }

@@ -442,7 +442,7 @@ func (e *env) finish(ctx context.Context, res *Result) {
 			ExtraAllowedSaved: nw.ExtraAllowed.Median - w.ExtraAllowed.Median,
 			P50CostMs:         round3(w.P50Ms.Median - nw.P50Ms.Median),
 			P99CostMs:         round3(w.P99Ms.Median - nw.P99Ms.Median),
-			NotDurable:        stats(notDurable).Median,
+			NotDurable:        spread(notDurable).Median,
 		}
 	}
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/words"
 )
 
 // Limits on parameters, the same the scripts check, so every ms, µs and
@@ -85,7 +86,7 @@ func (p Params) Settings() string {
 		case q.Word == "window" && slices.Contains(reads, "limit"):
 			continue // said with the limit: "limit 100 per minute"
 		case q.Word == "limit" && slices.Contains(reads, "window"):
-			parts = append(parts, fmt.Sprintf("limit %d %s", p.Limit, Per(p.Window)))
+			parts = append(parts, fmt.Sprintf("limit %d %s", p.Limit, words.Per(p.Window)))
 		default:
 			parts = append(parts, q.Word+" "+p.value(q.Word))
 		}
@@ -341,34 +342,6 @@ func ShortDuration(d time.Duration) string {
 		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
 	}
 	return d.String()
-}
-
-// Per writes a window as a reader says it: per second, per minute, per
-// hour, per day, else per 10s, per 1m30s.
-func Per(d time.Duration) string {
-	switch d {
-	case time.Second:
-		return "per second"
-	case time.Minute:
-		return "per minute"
-	case time.Hour:
-		return "per hour"
-	case 24 * time.Hour:
-		return "per day"
-	}
-	return "per " + Span(d)
-}
-
-// Span writes a duration without zero units: 10s, 1m, 1h30m, 250ms.
-func Span(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
 }
 
 // longDuration prints ms for a message, in years when it is that long.

@@ -3,6 +3,8 @@ package load
 import (
 	"fmt"
 	"time"
+
+	"github.com/ratelimit-dev/ratelimit/judge"
 )
 
 // watchEvery is how often --abort-on-fail looks at the live counters.
@@ -44,14 +46,14 @@ func (e *engine) startWatch(planned int64) (stop func()) {
 // checkLost aborts the run if a threshold is lost, reporting whether it did.
 func (e *engine) checkLost(planned int64) bool {
 	live := e.o.Live
-	w := watchCounts{
-		planned: planned,
-		dropped: live.Dropped.Load(), failed: live.Failed.Load(),
-		allowed: live.OK.Load(), limited: live.Limited.Load(),
-		maxDueUs: e.dueMaxUs.Load(), minDueUs: e.dueMinUs.Load(),
+	w := judge.Progress{
+		Planned: planned,
+		Dropped: live.Dropped.Load(), Failed: live.Failed.Load(),
+		Allowed: live.OK.Load(), Limited: live.Limited.Load(),
+		MaxDueUs: e.dueMaxUs.Load(), MinDueUs: e.dueMinUs.Load(),
 	}
 	for i, t := range e.checks {
-		if lost, why := t.lost(w); lost {
+		if lost, why := t.Lost(w); lost {
 			e.abort(i, fmt.Sprintf("threshold %s can no longer be met after %s: %s", t, time.Since(e.start).Round(time.Millisecond), why))
 			return true
 		}

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // BenchmarkIteration measures one iteration's hot path (request, drain,
@@ -22,8 +24,8 @@ func BenchmarkIteration(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &engine{o: o, parent: context.Background(), runCtx: context.Background(), maxLat: int64(time.Minute / time.Microsecond)}
-	e.expectOK[200] = true
+	e := &engine{o: o, parent: context.Background(), runCtx: context.Background(), maxLat: int64(time.Minute / time.Microsecond),
+		st: tally.NewStatuses(judge.Rule{}, []int{200})}
 	if err := e.prepare(); err != nil {
 		b.Fatal(err)
 	}
@@ -33,7 +35,7 @@ func BenchmarkIteration(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		e.do(v, job{i: int64(i), due: time.Since(e.start)})
 	}
-	if v.status[200] != int64(b.N) {
-		b.Fatalf("%d OK of %d", v.status[200], b.N)
+	if v.t.Allowed != int64(b.N) {
+		b.Fatalf("%d OK of %d", v.t.Allowed, b.N)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // --http-client: auto picks lean for plain http:// and net/http for
@@ -99,12 +100,12 @@ func TestClientsAgree(t *testing.T) {
 		_, _ = w.Write([]byte("ok"))
 	}))
 	t.Cleanup(srv.Close)
-	run := func(name string, timeout time.Duration) *Result {
+	run := func(name string, timeout time.Duration) *tally.Result {
 		return runLoad(t, Options{Target: srv.URL + "/x", Method: http.MethodPost, Body: []byte("ping"),
 			Rate: rate.MustParse("20/s"), Duration: time.Second, Identities: 2, HTTPClient: name, Timeout: timeout})
 	}
 	lean, std := run(HTTPClientLean, 0), run(HTTPClientStd, 0)
-	for _, r := range []*Result{lean, std} {
+	for _, r := range []*tally.Result{lean, std} {
 		if r.Status["200"] != 10 || r.Status["429"] != 10 || r.Failed != 0 ||
 			r.Headers.Policy.Valid != 20 || r.Headers.RateLimit.Valid != 20 || r.Headers.RetryAfter.Valid != 10 {
 			t.Errorf("status %v failed %d headers %+v; want 10 OK, 10 refused, every header valid", r.Status, r.Failed, r.Headers)

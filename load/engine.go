@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/secret"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // engine is one run in progress.
@@ -33,16 +35,16 @@ type engine struct {
 	parent    context.Context
 	runCtx    context.Context // cancelled by an interrupt or the hard deadline
 
-	idle     idleStack
-	expectOK [1000]bool // by status code; every status is a three-digit code
-	record   bool       // keep every arrival (for the verdict)
-	maxLat   int64      // histogram ceiling, µs
+	idle   idleStack
+	st     *tally.Statuses // which statuses are refusals and which are not failures
+	record bool            // keep every arrival (for the verdict)
+	maxLat int64           // histogram ceiling, µs
 
 	// bytes on net/http's connections (the lean client counts per VU)
 	bytesIn, bytesOut atomic.Int64
 
 	// thresholds: --max-failed and every --threshold, in that order
-	checks []Threshold
+	checks []judge.Threshold
 	// --abort-on-fail: the watch stops the run once a threshold is lost
 	watch              bool
 	watchLat           bool         // some threshold aborts on max or min latency
@@ -54,8 +56,8 @@ type engine struct {
 	abortWhy           string
 	cancelRun          context.CancelFunc
 
-	disruptions []Disruption  // the faults as played (Options.Faults)
-	firstLate   time.Duration // lateness of the first iteration
+	disruptions []judge.Disruption // the faults as played (Options.Faults)
+	firstLate   time.Duration      // lateness of the first iteration
 }
 
 // idleStack holds the idle VUs. It is a stack: the next iteration goes to
@@ -98,7 +100,7 @@ type job struct {
 // clock starts is an exit-3 error. When ctx is cancelled (Ctrl-C) Run stops
 // scheduling, cuts the requests in flight and returns the result of what
 // ran with Interrupted set and a nil error.
-func Run(ctx context.Context, o Options) (*Result, error) {
+func Run(ctx context.Context, o Options) (*tally.Result, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
@@ -107,18 +109,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Segment.Count > 1 {
 		sched, _ = sched.Segment(int64(o.Segment.Index), int64(o.Segment.Count))
 	}
-	if o.Expect != nil {
-		if err := o.Expect.validate(); err != nil {
-			return nil, err
-		}
-	}
-	e := &engine{o: o, sched: sched, parent: ctx, record: o.Expect != nil || o.Faults != nil}
-	for _, s := range o.ExpectStatus {
-		e.expectOK[s] = true
-	}
+	rule, _ := judge.NewRule(o.LimitedStatus) // checked by withDefaults
+	e := &engine{o: o, sched: sched, parent: ctx, record: o.Expect.Judges() || o.Faults != nil,
+		st: tally.NewStatuses(rule, o.ExpectStatus)}
 	e.maxLat = int64((o.Timeout + MaxLateness + 5*time.Second) / time.Microsecond)
 	if !o.NoMaxFailed {
-		e.checks = append(e.checks, Threshold{Metric: "failed", Op: "<=", Value: o.MaxFailed * 100, Pct: true, Unit: "%"})
+		e.checks = append(e.checks, judge.MaxFailed(o.MaxFailed))
 	}
 	e.checks = append(e.checks, o.Thresholds...)
 	if o.AbortOnFail && len(e.checks) > 0 {
@@ -216,7 +212,7 @@ func (e *engine) preflight(ctx context.Context) error {
 	return c.Close()
 }
 
-func (e *engine) run(ctx context.Context) *Result {
+func (e *engine) run(ctx context.Context) *tally.Result {
 	o := e.o
 	// The run's context ends on Ctrl-C (ctx) or at the hard deadline: the
 	// duration, the lateness bound and one timeout for the last requests.
@@ -256,7 +252,7 @@ func (e *engine) run(ctx context.Context) *Result {
 	hard := time.AfterFunc(o.Duration+MaxLateness+o.Timeout+time.Second, cancel)
 	defer hard.Stop()
 	// The faults run beside the schedule, on the same origin.
-	var disruptions []Disruption
+	var disruptions []judge.Disruption
 	faultsDone := make(chan struct{})
 	if o.Faults != nil {
 		go func() {
@@ -272,7 +268,7 @@ func (e *engine) run(ctx context.Context) *Result {
 	stopWatch := e.startWatch(e.sched.Planned())
 	// Scheduling lateness: how long after its due time each iteration was
 	// handed to a VU. Only the dispatcher's goroutine records it.
-	lateness := newHistogram(e.maxLat)
+	lateness := tally.NewHistogram(e.maxLat)
 	planned := e.sched.Planned()
 	d := dispatcher{sched: e.sched, clock: clock, start: e.start,
 		hand: func(i int64, due, late time.Duration) bool {
@@ -285,7 +281,7 @@ func (e *engine) run(ctx context.Context) *Result {
 				return false
 			}
 			v.jobs <- job{i: e.sched.Global(i), due: due}
-			record(lateness, late)
+			tally.Record(lateness, late)
 			if i == 0 {
 				e.firstLate = late
 			}
@@ -322,8 +318,8 @@ func (e *engine) run(ctx context.Context) *Result {
 		live.ActiveVUs.Store(0)
 	}
 
-	res := &Result{
-		Kind: "load", Version: 1,
+	res := &tally.Result{
+		Kind: tally.Kind, Version: 1,
 		Target: secret.URL(o.Target), Method: o.Method, StartedAt: e.startWall,
 		Rate: o.Rate.String(), RatePerS: o.Rate.PerSecond(),
 		DurationS: o.Duration.Seconds(), ElapsedS: elapsed.Seconds(), TimeoutS: o.Timeout.Seconds(),
@@ -331,11 +327,11 @@ func (e *engine) run(ctx context.Context) *Result {
 		Planned: planned, Sent: sent,
 		DroppedNoVU: droppedNoVU, DroppedLate: droppedLate, Dropped: droppedNoVU + droppedLate,
 		Interrupted: interrupted, Aborted: e.aborted.Load(),
-		VUs: VUStats{PreAllocated: o.PreAllocatedVUs, Max: o.MaxVUs, Peak: len(vus), Added: added, MaxBusy: maxBusy},
+		VUs: tally.VUStats{PreAllocated: o.PreAllocatedVUs, Max: o.MaxVUs, Peak: len(vus), Added: added, MaxBusy: maxBusy},
 	}
 	res.NotStarted = planned - sent - res.Dropped
 	e.disruptions = disruptions
-	e.merge(res, vus, lateness)
+	e.finish(res, vus, lateness)
 	return res
 }
 
@@ -345,7 +341,7 @@ func (e *engine) do(v *vu, j job) {
 	send := time.Since(e.start)
 	status, h, err := v.conn.do(k)
 	if status != 0 {
-		v.inspect(status, h, e.startWall.Add(send))
+		v.t.Inspect(status, h, e.startWall.Add(send))
 	}
 	done := time.Since(e.start)
 	v.add(j, send, done, status, e.errKind(status, err))
@@ -367,7 +363,7 @@ func (e *engine) errKind(status int, err error) string {
 	}
 }
 
-const errInterrupted = "interrupted"
+const errInterrupted = tally.ErrInterrupted
 
 // classify names a transport error for the errors table.
 func classify(err error) string {
@@ -400,10 +396,3 @@ func classify(err error) string {
 var ConnectKinds = map[string]bool{"connection refused": true, "dns": true, "dial": true}
 
 func statusKey(s int) string { return strconv.Itoa(s) }
-
-// validStatus reports whether s is a status the engine counts under its own
-// code: three digits, 100 to 999.
-func validStatus(s int) bool { return s >= 100 && s <= 999 }
-
-// expected reports whether status s is not a failure (--expect-status).
-func (e *engine) expected(s int) bool { return s >= 0 && s < len(e.expectOK) && e.expectOK[s] }

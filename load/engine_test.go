@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
-func runLoad(t *testing.T, o Options) *Result {
+func runLoad(t *testing.T, o Options) *tally.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -88,7 +90,7 @@ func TestRunTokenBucketVerdict(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.expect, func(t *testing.T) {
 			lt := newLimitedTarget(t, p)
-			x, err := ParseExpect(tt.expect)
+			x, err := judge.ParseExpect(tt.expect)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +143,7 @@ func TestRunTokenBucketVerdict(t *testing.T) {
 // per identity: 3 identities share the load round-robin.
 func TestRunSlidingWindowIdentities(t *testing.T) {
 	lt := newLimitedTarget(t, limiter.Params{Algo: limiter.SlidingWindow, Limit: 5, Window: time.Minute})
-	x, err := ParseExpect("sliding-window:limit=5,window=60s")
+	x, err := judge.ParseExpect("sliding-window:limit=5,window=60s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,4 +333,55 @@ func TestRunRejectsBadOptions(t *testing.T) {
 			t.Errorf("Run(%+v) = %v, want a usage error", o, err)
 		}
 	}
+}
+
+func TestParseFlags(t *testing.T) {
+	h, err := ParseHeaders([]string{"x-api-key: abc", "Accept:  text/plain ", "X-Multi: 1", "x-multi: 2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Get("X-Api-Key") != "abc" || h.Get("Accept") != "text/plain" || len(h["X-Multi"]) != 2 {
+		t.Errorf("ParseHeaders = %v", h)
+	}
+	for _, bad := range []string{"novalue", ": x", "bad name: x", "X: a\nb", "X: a\r\nEvil: 1", "X: a\rb", "X: a\x00b", "X: a\x01b", "X: \x7f", "X\r\nEvil: 1"} {
+		if _, err := ParseHeaders([]string{bad}); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("ParseHeaders(%q) = %v, want usage error", bad, err)
+		}
+	}
+
+	st, err := ParseStatuses("200, 429")
+	if err != nil || len(st) != 2 || st[0] != 200 || st[1] != 429 {
+		t.Errorf("ParseStatuses = %v, %v", st, err)
+	}
+	st, err = ParseStatuses("2xx,429")
+	if err != nil || len(st) != 101 || st[0] != 200 || st[99] != 299 {
+		t.Errorf("ParseStatuses(2xx) = %d codes, %v", len(st), err)
+	}
+	// any three-digit code is counted under its own code, so it may be expected
+	if st, err := ParseStatuses("999,6xx"); err != nil || len(st) != 101 || st[0] != 999 || st[100] != 699 {
+		t.Errorf("ParseStatuses(999,6xx) = %d codes, %v", len(st), err)
+	}
+	for _, bad := range []string{"", "ok", "1000", "99", "0xx", "-200", "+200"} {
+		if _, err := ParseStatuses(bad); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("ParseStatuses(%q) = %v, want usage error", bad, err)
+		}
+	}
+
+	for in, want := range map[string]float64{"1%": 0.01, "0.5%": 0.005, "0": 0, "0.02": 0.02, "100%": 1} {
+		if got, err := ParsePercent(in); err != nil || got != want {
+			t.Errorf("ParsePercent(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1%", "lots", "101%", "NaN"} {
+		if _, err := ParsePercent(bad); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("ParsePercent(%q) = %v, want usage error", bad, err)
+		}
+	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

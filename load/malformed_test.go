@@ -6,12 +6,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // rawTarget is a TCP server on loopback that answers every request head it
@@ -147,10 +150,7 @@ func FuzzH1Response(f *testing.F) {
 	} {
 		f.Add([]byte(s), false)
 	}
-	e := &engine{maxLat: int64(time.Minute / time.Microsecond)}
-	for _, s := range DefaultExpectStatus {
-		e.expectOK[s] = true
-	}
+	e := &engine{maxLat: int64(time.Minute / time.Microsecond), st: tally.NewStatuses(judge.Rule{}, DefaultExpectStatus)}
 	f.Fuzz(func(t *testing.T, in []byte, head bool) {
 		for _, size := range []int{16, 16 << 10} {
 			v := newVU(e, 0)
@@ -165,25 +165,27 @@ func FuzzH1Response(f *testing.F) {
 				if status < 100 || status > 999 {
 					t.Fatalf("status %d from %q", status, in)
 				}
-				v.inspect(status, h, time.Unix(1e9, 0))
+				v.t.Inspect(status, h, time.Unix(1e9, 0))
 				v.add(job{i: int64(i)}, 0, time.Millisecond, status, "")
 				if !keep {
 					break
 				}
 			}
-			if v.completed != v.responses+v.failed-countUnexpected(v) {
-				t.Fatalf("completed %d responses %d failed %d", v.completed, v.responses, v.failed)
+			var res tally.Result
+			v.t.Fill(&res, 0, HeadersFail, "")
+			if v.t.Completed != v.t.Responses+v.t.Failed-countUnexpected(e, &res) {
+				t.Fatalf("completed %d responses %d failed %d", v.t.Completed, v.t.Responses, v.t.Failed)
 			}
 		}
 	})
 }
 
-// countUnexpected is how many of v's responses had a status that is a
+// countUnexpected is how many of res's responses had a status that is a
 // failure.
-func countUnexpected(v *vu) int64 {
+func countUnexpected(e *engine, res *tally.Result) int64 {
 	var n int64
-	for s, c := range v.status {
-		if !v.e.expected(s) {
+	for s, c := range res.Status {
+		if code, _ := strconv.Atoi(s); !e.st.Expected(code) {
 			n += c
 		}
 	}

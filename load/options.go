@@ -20,12 +20,16 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/secret"
+	"github.com/ratelimit-dev/ratelimit/tally"
+	"github.com/ratelimit-dev/ratelimit/words"
 )
 
 // Defaults for the command's flags.
@@ -36,9 +40,9 @@ const (
 	DefaultIdentityHeader  = "X-API-Key"
 
 	// The --headers modes.
-	HeadersFail      = "fail"
-	HeadersWarn      = "warn"
-	HeadersOff       = "off"
+	HeadersFail      = tally.HeadersFail
+	HeadersWarn      = tally.HeadersWarn
+	HeadersOff       = tally.HeadersOff
 	DefaultMaxFailed = 0.01
 )
 
@@ -50,14 +54,14 @@ const (
 const (
 	MaxPlanned       = 100_000_000
 	MaxPlannedExpect = 20_000_000
-	MaxIdentities    = 1_000_000
-	MaxDuration      = 7 * 24 * time.Hour
-	MaxTimeout       = time.Hour
+	MaxIdentities    = tally.MaxIdentities
+	MaxDuration      = tally.MaxDuration
+	MaxTimeout       = tally.MaxTimeout
 	MaxVUs           = 100_000
 )
 
 // DefaultExpectStatus are the statuses that do not count as failed.
-var DefaultExpectStatus = []int{200, 429}
+var DefaultExpectStatus = tally.DefaultExpectStatus
 
 // MaxLateness is how late an iteration may start before it is dropped
 // instead: a generator that stalled (a GC pause, a starved CPU) must not
@@ -94,16 +98,19 @@ type Options struct {
 	HeaderMode string
 	RunID      string
 
-	ExpectStatus []int   // statuses that are not failures
-	MaxFailed    float64 // threshold on failed/completed, 0..1
-	NoMaxFailed  bool    // no MaxFailed check (a --threshold on failed replaces it)
+	ExpectStatus []int // statuses that are not failures
+	// LimitedStatus are statuses besides 429 that are the limiter's
+	// refusals (--limited-status 503 for nginx's default).
+	LimitedStatus []int
+	MaxFailed     float64 // threshold on failed/completed, 0..1
+	NoMaxFailed   bool    // no MaxFailed check (a --threshold on failed replaces it)
 
 	// Thresholds are checked when the run ends; with AbortOnFail the run
 	// stops as soon as one of them can no longer be met.
-	Thresholds  []Threshold
+	Thresholds  []judge.Threshold
 	AbortOnFail bool
 
-	Expect *Expectation // nil: no verdict on the admitted count
+	Expect *judge.Expectation // nil: no verdict on the admitted count
 
 	// Segment, when Count > 1, runs only segment Index (from 0) of Count
 	// of the plan: the arrivals i with i mod Count == Index
@@ -147,11 +154,6 @@ func (o Options) Validate() error {
 	o, err := o.withDefaults()
 	if err != nil {
 		return err
-	}
-	if o.Expect != nil {
-		if err := o.Expect.validate(); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -212,21 +214,21 @@ func (o Options) withDefaults() (Options, error) {
 	case o.Duration <= 0:
 		return o, exitcode.Usagef("--duration must be positive, e.g. 30s")
 	case o.Duration > MaxDuration:
-		return o, exitcode.Usagef("--duration %s is longer than the ceiling of %s (the timeline keeps every second); split the run", durText(o.Duration), durText(MaxDuration))
+		return o, exitcode.Usagef("--duration %s is longer than the ceiling of %s (the timeline keeps every second); split the run", words.Span(o.Duration), words.Span(MaxDuration))
 	case o.Timeout < 0:
 		return o, exitcode.Usagef("--timeout must be positive, e.g. 10s")
 	case o.Timeout > MaxTimeout:
-		return o, exitcode.Usagef("--timeout %s is longer than the ceiling of %s", durText(o.Timeout), durText(MaxTimeout))
+		return o, exitcode.Usagef("--timeout %s is longer than the ceiling of %s", words.Span(o.Timeout), words.Span(MaxTimeout))
 	case o.PreAllocatedVUs < 0 || o.MaxVUs < 0:
 		return o, exitcode.Usagef("--pre-allocated-vus and --max-vus must not be negative")
 	case o.MaxVUs < o.PreAllocatedVUs:
 		return o, exitcode.Usagef("--max-vus %d is below --pre-allocated-vus %d; raise --max-vus", o.MaxVUs, o.PreAllocatedVUs)
 	case o.MaxVUs > MaxVUs:
-		return o, exitcode.Usagef("--max-vus %d is more than the ceiling of %s; a VU is a goroutine with its own histograms", o.MaxVUs, commas(MaxVUs))
+		return o, exitcode.Usagef("--max-vus %d is more than the ceiling of %s; a VU is a goroutine with its own histograms", o.MaxVUs, words.Commas(MaxVUs))
 	case o.Identities < 0:
 		return o, exitcode.Usagef("--identities must not be negative")
 	case o.Identities > MaxIdentities:
-		return o, exitcode.Usagef("--identities %d is more than the ceiling of %s (each is a request prepared in memory)", o.Identities, commas(MaxIdentities))
+		return o, exitcode.Usagef("--identities %d is more than the ceiling of %s (each is a request prepared in memory)", o.Identities, words.Commas(MaxIdentities))
 	case o.MaxFailed < 0 || o.MaxFailed > 1 || o.MaxFailed != o.MaxFailed:
 		return o, exitcode.Usagef("--max-failed must be between 0%% and 100%%")
 	}
@@ -246,15 +248,18 @@ func (o Options) withDefaults() (Options, error) {
 			}
 		}
 	}
+	if _, err := judge.NewRule(o.LimitedStatus); err != nil {
+		return o, exitcode.Usagef("--limited-status: %v", err)
+	}
 	for _, s := range o.ExpectStatus {
-		if !validStatus(s) {
+		if !tally.ValidStatus(s) {
 			return o, exitcode.Usagef("--expect-status %d is not an HTTP status (100-999)", s)
 		}
 	}
 	if sg := o.Segment; sg.Count != 0 || sg.Index != 0 {
 		switch {
 		case sg.Count < 1 || sg.Count > MaxSegments:
-			return o, exitcode.Usagef("--segment: the count %d is out of range; use 1 to %s", sg.Count, commas(MaxSegments))
+			return o, exitcode.Usagef("--segment: the count %d is out of range; use 1 to %s", sg.Count, words.Commas(MaxSegments))
 		case sg.Index < 0 || sg.Index >= sg.Count:
 			return o, exitcode.Usagef("--segment %d/%d: the index runs from 0 to %d (as JOB_COMPLETION_INDEX does)", sg.Index, sg.Count, sg.Count-1)
 		case o.Faults != nil && sg.Count > 1:
@@ -263,24 +268,27 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if !o.StartAt.IsZero() {
 		if ahead := o.StartAt.Sub(o.Now()); ahead > MaxStartWait {
-			return o, exitcode.Usagef("--start-at %s is more than %s ahead", o.StartAt.UTC().Format(time.RFC3339), durText(MaxStartWait))
+			return o, exitcode.Usagef("--start-at %s is more than %s ahead", o.StartAt.UTC().Format(time.RFC3339), words.Span(MaxStartWait))
 		} else if ahead < -time.Second {
-			return o, exitcode.Usagef("--start-at %s is %s in the past: the segments would not start together", o.StartAt.UTC().Format(time.RFC3339), durText(-ahead.Round(time.Second)))
+			return o, exitcode.Usagef("--start-at %s is %s in the past: the segments would not start together", o.StartAt.UTC().Format(time.RFC3339), words.Span(-ahead.Round(time.Second)))
 		}
 	}
 	ceiling, why := int64(MaxPlanned), ""
 	if o.Faults != nil {
 		fc := *o.Faults
 		if fc.During == "" {
-			fc.During = DuringAny
+			fc.During = judge.DuringAny
 		}
 		o.Faults = &fc
-		if err := fc.validate(o.Duration, o.Expect); err != nil {
+		if fc.Run == nil {
+			return o, exitcode.Usagef("--fault: no fault to play")
+		}
+		if err := fc.Validate(o.Duration, o.Expect); err != nil {
 			return o, err
 		}
 		ceiling, why = MaxPlannedExpect, " with --fault (every arrival is kept for the windows)"
 	}
-	if o.Expect != nil {
+	if o.Expect.Judges() {
 		ceiling, why = MaxPlannedExpect, " with --expect (every arrival is kept for the replay)"
 	}
 	if _, err := Plan(o.Rate, o.Duration, ceiling); err != nil {
@@ -302,45 +310,9 @@ func Plan(r rate.Rate, d time.Duration, ceiling int64) (rate.Schedule, error) {
 	}
 	if n.Cmp(big.NewInt(ceiling)) > 0 {
 		return rate.Schedule{}, exitcode.Usagef("--rate %s for %s plans %s iterations; the ceiling is %s: lower --rate or --duration",
-			r, durText(d), commas(n), commas(ceiling))
+			r, words.Span(d), words.Commas(n), words.Commas(ceiling))
 	}
 	return rate.NewSchedule(r, d)
-}
-
-// commas writes n with thousands separators: 100,000,000.
-func commas[T int | int64 | *big.Int](n T) string {
-	var s string
-	switch v := any(n).(type) {
-	case *big.Int:
-		s = v.String()
-	default:
-		s = fmt.Sprint(v)
-	}
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-// durText is d without its zero tails: 10s, 2m, 168h, 1h30m.
-func durText(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // ValidateTarget checks that target is an absolute http or https URL with
@@ -429,7 +401,7 @@ func ParseStatuses(s string) ([]int, error) {
 			continue
 		}
 		n, err := strconv.Atoi(f)
-		if err != nil || len(f) != 3 || !validStatus(n) {
+		if err != nil || len(f) != 3 || !tally.ValidStatus(n) {
 			return nil, exitcode.Usagef("--expect-status %q: want status codes such as 200,429 or 2xx", f)
 		}
 		out = append(out, n)
@@ -460,3 +432,8 @@ func ParsePercent(s string) (float64, error) {
 
 // IdentityValue is the API key of identity n in run runID.
 func IdentityValue(runID string, n int) string { return fmt.Sprintf("load-%s-%d", runID, n) }
+
+// Live counters for a progress display, updated atomically as the run goes.
+type Live struct {
+	Sent, Done, OK, Limited, Failed, Dropped, ActiveVUs atomic.Int64
+}

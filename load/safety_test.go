@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
@@ -19,7 +20,7 @@ import (
 // numbers; rate x duration never overflows on the way.
 func TestRunCeilings(t *testing.T) {
 	target := "http://127.0.0.1:1/" // never dialled: validation comes first
-	auto := &Expectation{Spec: "auto", Auto: true}
+	auto := &judge.Expectation{Spec: "auto", Auto: true}
 	tests := []struct {
 		name string
 		o    Options

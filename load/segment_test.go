@@ -3,26 +3,25 @@ package load
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // runSegments runs the n segments of one plan concurrently in this
 // process against lt, starting together, and returns their documents as
 // a merge would read them (through JSON).
-func runSegments(t *testing.T, lt *limitedTarget, n int, o Options) []*Result {
+func runSegments(t *testing.T, lt *limitedTarget, n int, o Options) []*tally.Result {
 	t.Helper()
 	o.StartAt = time.Now().Add(300 * time.Millisecond)
-	docs := make([]*Result, n)
+	docs := make([]*tally.Result, n)
 	var wg sync.WaitGroup
 	for k := range n {
 		wg.Go(func() {
@@ -38,7 +37,7 @@ func runSegments(t *testing.T, lt *limitedTarget, n int, o Options) []*Result {
 				t.Error(err)
 				return
 			}
-			var back Result
+			var back tally.Result
 			if err := json.Unmarshal(b, &back); err != nil {
 				t.Error(err)
 				return
@@ -58,12 +57,12 @@ func runSegments(t *testing.T, lt *limitedTarget, n int, o Options) []*Result {
 // admitted count as one run of the whole plan does.
 func TestMergeSegments(t *testing.T) {
 	p := limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}}
-	x, err := ParseExpect("token-bucket:burst=10,rate=5/s")
+	x, err := judge.ParseExpect("token-bucket:burst=10,rate=5/s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := Options{Target: "", Rate: rate.MustParse("20/s"), Duration: 6 * time.Second, Identities: 1, Expect: x,
-		RunID: "seg-test", Thresholds: []Threshold{{Metric: "p99", Op: "<", Value: 1000, Unit: "ms"}}}
+		RunID: "seg-test", Thresholds: []judge.Threshold{{Metric: "p99", Op: "<", Value: 1000, Unit: "ms"}}}
 
 	lt := newLimitedTarget(t, p)
 	base.Target = lt.URL
@@ -73,7 +72,7 @@ func TestMergeSegments(t *testing.T) {
 			t.Fatalf("segment %d: planned %d expect %v segment %+v", k, d.Planned, d.Expect, d.Segment)
 		}
 	}
-	m, err := Merge(docs)
+	m, err := tally.Merge(docs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,27 +110,27 @@ func TestMergeSegments(t *testing.T) {
 	t.Logf("merged: %s; whole: %s", m.Expect.Line(), res.Expect.Line())
 
 	// missing, duplicate and foreign segments
-	partial, err := Merge(docs[:3])
+	partial, err := tally.Merge(docs[:3])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if partial.Verdict != "fail" || len(partial.Segment.Missing) != 1 || partial.Segment.Missing[0] != 3 {
 		t.Errorf("a merge without segment 3: verdict %q missing %v", partial.Verdict, partial.Segment.Missing)
 	}
-	if _, err := Merge([]*Result{docs[0], docs[1], docs[1]}); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "twice") {
+	if _, err := tally.Merge([]*tally.Result{docs[0], docs[1], docs[1]}); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "twice") {
 		t.Errorf("duplicate segment: %v", err)
 	}
 	other := *docs[2]
 	other.Rate = "30/s"
-	if _, err := Merge([]*Result{docs[0], &other}); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "rate") {
+	if _, err := tally.Merge([]*tally.Result{docs[0], &other}); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "rate") {
 		t.Errorf("another plan: %v", err)
 	}
-	if _, err := Merge([]*Result{res}); exitcode.Code(err) != exitcode.Usage {
+	if _, err := tally.Merge([]*tally.Result{res}); exitcode.Code(err) != exitcode.Usage {
 		t.Errorf("a whole run merged: %v", err)
 	}
 	cut := *docs[1]
 	cut.Interrupted = true
-	im, err := Merge([]*Result{docs[0], &cut, docs[2], docs[3]})
+	im, err := tally.Merge([]*tally.Result{docs[0], &cut, docs[2], docs[3]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,72 +139,7 @@ func TestMergeSegments(t *testing.T) {
 	}
 	slow := *docs[3]
 	slow.TimeoutS = 60
-	if _, err := Merge([]*Result{docs[0], &slow}); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "timeout") {
+	if _, err := tally.Merge([]*tally.Result{docs[0], &slow}); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "timeout") {
 		t.Errorf("another timeout: %v", err)
-	}
-}
-
-// TestHDRMergeLossless: the percentiles of histograms merged from their
-// encoded snapshots equal those of one histogram fed every value.
-func TestHDRMergeLossless(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	one := newHistogram(20_000_000)
-	var parts []*hdrhistogram.Histogram
-	for range 4 {
-		parts = append(parts, newHistogram(20_000_000))
-	}
-	for i := range 200_000 {
-		v := int64(r.ExpFloat64()*2000) + 1
-		if i%97 == 0 {
-			v *= 1000
-		}
-		_ = one.RecordValue(min(v, 20_000_000))
-		_ = parts[i%4].RecordValue(min(v, 20_000_000))
-	}
-	var decoded []*hdrhistogram.Histogram
-	for _, h := range parts {
-		d, err := decodeHDR(encodeHDR(h), "test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		decoded = append(decoded, d)
-	}
-	m, err := mergeHDR(decoded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.TotalCount() != one.TotalCount() {
-		t.Fatalf("count %d, want %d", m.TotalCount(), one.TotalCount())
-	}
-	for _, q := range []float64{0, 1, 50, 90, 99, 99.9, 99.99, 100} {
-		if a, b := m.ValueAtQuantile(q), one.ValueAtQuantile(q); a != b {
-			t.Errorf("p%v: merged %d, one histogram %d", q, a, b)
-		}
-	}
-	if latency(m) != latency(one) {
-		t.Errorf("latency %+v, want %+v", latency(m), latency(one))
-	}
-}
-
-func TestPackArrivalsRoundTrip(t *testing.T) {
-	in := []Arrival{{Identity: 0, SendNs: 5e6, DoneNs: 7e6, Status: 200}, {Identity: 3, SendNs: 9e6, DoneNs: 9.5e6, Status: 429}, {Identity: 1, SendNs: 12e6, DoneNs: 30e6, Status: 0}}
-	out, err := unpackArrivals(packArrivals(in), 1e9, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range in {
-		w := in[i]
-		w.SendNs += 1e9
-		w.DoneNs += 1e9
-		w.DueNs = w.SendNs
-		if out[i] != w {
-			t.Errorf("arrival %d: %+v, want %+v", i, out[i], w)
-		}
-	}
-	if _, err := unpackArrivals(packArrivals(in), 0, 2); err == nil {
-		t.Error("an identity beyond the run's was accepted")
-	}
-	if _, err := unpackArrivals("!!", 0, 2); err == nil {
-		t.Error("garbage accepted")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // stdClient is net/http: https (HTTP/2 where the target offers it),
@@ -126,7 +128,7 @@ func (s *stdConn) do(k int) (int, http.Header, error) {
 	resp, err := s.c.hc.Do(req)
 	status := 0
 	var h http.Header
-	if err == nil && !validStatus(resp.StatusCode) {
+	if err == nil && !tally.ValidStatus(resp.StatusCode) {
 		// net/http takes any three digits, "000" and "+12" included
 		resp.Body.Close()
 		err = malformed("status %d is not a three-digit code from 100", resp.StatusCode)

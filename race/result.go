@@ -2,6 +2,7 @@ package race
 
 import (
 	"encoding/json"
+
 	"github.com/ratelimit-dev/ratelimit/doc"
 )
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/stats"
 )
 
 // summarize turns a strategy's trials into its result entry.
@@ -54,28 +55,19 @@ func summarize(s strategy, trials []trial, opts Options) Strategy {
 		out.Retries = append(out.Retries, retries)
 		out.GiveUps = append(out.GiveUps, giveUps)
 		out.Errors = append(out.Errors, errs)
-		out.TrialP50Ms = append(out.TrialP50Ms, millis(percentile(lat, 50)))
-		out.TrialP99Ms = append(out.TrialP99Ms, millis(percentile(lat, 99)))
+		out.TrialP50Ms = append(out.TrialP50Ms, millis(stats.Percentile(lat, 50)))
+		out.TrialP99Ms = append(out.TrialP99Ms, millis(stats.Percentile(lat, 99)))
 		out.WallMs = append(out.WallMs, millis(tr.wall))
 	}
 	slices.Sort(all)
-	out.P50Ms = millis(percentile(all, 50))
-	out.P99Ms = millis(percentile(all, 99))
+	out.P50Ms = millis(stats.Percentile(all, 50))
+	out.P99Ms = millis(stats.Percentile(all, 99))
 	out.AllowedMin, out.AllowedMedian, out.AllowedMax = spread(out.Allowed)
 	return out
 }
 
 // millis is d in milliseconds at microsecond resolution.
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// percentile returns the nearest-rank p-th percentile of sorted durations.
-func percentile(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
-	return sorted[max(rank, 1)-1]
-}
 
 // spread returns the minimum, median and maximum of xs.
 func spread(xs []int) (lo int, median float64, hi int) {

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/stats"
 )
 
 func TestValidate(t *testing.T) {
@@ -164,14 +165,14 @@ func TestPercentileAndSpread(t *testing.T) {
 		p    int
 		want time.Duration
 	}{{50, 100 * time.Microsecond}, {99, 198 * time.Microsecond}, {100, 200 * time.Microsecond}} {
-		if got := percentile(d, tt.p); got != tt.want {
+		if got := stats.Percentile(d, float64(tt.p)); got != tt.want {
 			t.Errorf("percentile(1..200µs, %d) = %v, want %v", tt.p, got, tt.want)
 		}
 	}
-	if got := percentile(nil, 50); got != 0 {
+	if got := stats.Percentile([]time.Duration(nil), 50); got != 0 {
 		t.Errorf("percentile(nil) = %v, want 0", got)
 	}
-	if got := percentile(d[:1], 99); got != time.Microsecond {
+	if got := stats.Percentile(d[:1], 99); got != time.Microsecond {
 		t.Errorf("percentile(one value, 99) = %v, want 1µs", got)
 	}
 	for _, tt := range []struct {

@@ -24,7 +24,7 @@ type Document struct {
 	// headings; it may be empty.
 	Source string
 	// Value is eval.Result, eval.SimResult, eval.Catalog, race.Result,
-	// *load.Result or cluster.Result.
+	// *tally.Result or cluster.Result.
 	Value any
 }
 

@@ -15,11 +15,14 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
 	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/limiter"
-	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/lualint"
+	"github.com/ratelimit-dev/ratelimit/lualint/lint"
 	"github.com/ratelimit-dev/ratelimit/race"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // The fixed documents in testdata/*.json are the inputs of the golden tests
@@ -31,7 +34,7 @@ import (
 // with --expect token-bucket:burst=10,rate=5/s: the admitted count fits,
 // but 3 of 200 requests failed (a threshold breach) and two 429s came
 // without Retry-After.
-func fixtureLoad(t *testing.T) *load.Result {
+func fixtureLoad(t *testing.T) *tally.Result {
 	t.Helper()
 	lim, err := limiter.NewLimiter(limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1})
 	if err != nil {
@@ -39,9 +42,9 @@ func fixtureLoad(t *testing.T) *load.Result {
 	}
 	m := lim.Model()
 	start := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	timeline := make([]load.Second, 10)
+	timeline := make([]tally.Second, 10)
 	for i := range timeline {
-		timeline[i] = load.Second{Second: i, Status: map[string]int64{}}
+		timeline[i] = tally.Second{Second: i, Status: map[string]int64{}}
 	}
 	var allowed int64
 	perSec := make([]int64, 10)
@@ -61,9 +64,9 @@ func fixtureLoad(t *testing.T) *load.Result {
 	timeline[6].Status["429"] -= 2
 	timeline[6].Status["error"] = 2
 	limited := 200 - allowed - 3
-	return &load.Result{
+	return &tally.Result{
 		Kind: "load", Version: 1,
-		Header: testHeader(load.Kind, load.Version, nil, "--target", "http://127.0.0.1:8011/hello?team=a|b", "--rate", "20/s", "--duration", "10s",
+		Header: testHeader(tally.Kind, tally.Version, nil, "--target", "http://127.0.0.1:8011/hello?team=a|b", "--rate", "20/s", "--duration", "10s",
 			"--expect", "token-bucket:burst=10,rate=5/s", "--out", "load.json"),
 		Target: "http://127.0.0.1:8011/hello?team=a|b", Method: "GET", StartedAt: start,
 		Rate: "20/s", RatePerS: 20, DurationS: 10, ElapsedS: 9.962, TimeoutS: 10, Identities: 1, RunID: "5f2c9a1e",
@@ -72,33 +75,33 @@ func fixtureLoad(t *testing.T) *load.Result {
 		Allowed: allowed, RateLimited: limited, RateLimitedPct: 100 * float64(limited) / 198, Failed: 3, FailedPct: 1.5,
 		Errors:         map[string]int64{"timeout": 2},
 		Timeline:       timeline,
-		Latency:        load.Latency{Count: 200, Min: 0.21, Mean: 0.52, P50: 0.41, P90: 0.66, P99: 1.9, Max: 10000},
-		LatencyFromDue: load.Latency{Count: 200, Min: 0.25, Mean: 0.61, P50: 0.49, P90: 0.75, P99: 2.3, Max: 10000.4},
-		Lateness:       load.Latency{Count: 200, Min: 0.01, Mean: 0.07, P50: 0.05, P90: 0.09, P99: 0.4, Max: 0.9},
-		LatencyHistogram: &load.Histogram{Unit: "ms", Buckets: []load.Bucket{
+		Latency:        tally.Latency{Count: 200, Min: 0.21, Mean: 0.52, P50: 0.41, P90: 0.66, P99: 1.9, Max: 10000},
+		LatencyFromDue: tally.Latency{Count: 200, Min: 0.25, Mean: 0.61, P50: 0.49, P90: 0.75, P99: 2.3, Max: 10000.4},
+		Lateness:       tally.Latency{Count: 200, Min: 0.01, Mean: 0.07, P50: 0.05, P90: 0.09, P99: 0.4, Max: 0.9},
+		LatencyHistogram: &tally.Histogram{Unit: "ms", Buckets: []tally.Bucket{
 			{LeMs: 0.3, Count: 30}, {LeMs: 0.5, Count: 120}, {LeMs: 1, Count: 44}, {LeMs: 2, Count: 4},
 			{LeMs: 3}, {LeMs: 5}, {LeMs: 10}, {LeMs: 20}, {LeMs: 30}, {LeMs: 50}, {LeMs: 100}, {LeMs: 200}, {LeMs: 300},
 			{LeMs: 500}, {LeMs: 1000}, {LeMs: 2000}, {LeMs: 3000}, {LeMs: 5000}, {LeMs: 10000, Count: 2},
 		}},
-		LatencyFromDueHistogram: &load.Histogram{Unit: "ms", Buckets: []load.Bucket{
+		LatencyFromDueHistogram: &tally.Histogram{Unit: "ms", Buckets: []tally.Bucket{
 			{LeMs: 0.3, Count: 20}, {LeMs: 0.5, Count: 110}, {LeMs: 1, Count: 62}, {LeMs: 2, Count: 4}, {LeMs: 3, Count: 2},
 			{LeMs: 5}, {LeMs: 10}, {LeMs: 20}, {LeMs: 30}, {LeMs: 50}, {LeMs: 100}, {LeMs: 200}, {LeMs: 300},
 			{LeMs: 500}, {LeMs: 1000}, {LeMs: 2000}, {LeMs: 3000}, {LeMs: 5000}, {LeMs: 10000}, {LeMs: 20000, Count: 2},
 		}},
-		VUs: load.VUStats{PreAllocated: 10, Max: 100, Peak: 10, MaxBusy: 3},
-		Headers: load.Headers{
+		VUs: tally.VUStats{PreAllocated: 10, Max: 100, Peak: 10, MaxBusy: 3},
+		Headers: tally.Headers{
 			Responses:   198,
-			RateLimit:   load.FieldStat{Checked: 198, Present: 198, Valid: 198},
-			Policy:      load.FieldStat{Checked: 198, Present: 198, Valid: 198},
-			RetryAfter:  load.FieldStat{Checked: limited, Present: limited - 2, Valid: limited - 2, Example: "invalid rate limit header: Retry-After is missing"},
+			RateLimit:   tally.FieldStat{Checked: 198, Present: 198, Valid: 198},
+			Policy:      tally.FieldStat{Checked: 198, Present: 198, Valid: 198},
+			RetryAfter:  tally.FieldStat{Checked: limited, Present: limited - 2, Valid: limited - 2, Example: "invalid rate limit header: Retry-After is missing"},
 			PolicyValue: `"default";q=10;w=2`,
 		},
-		Thresholds: []load.Check{{Name: "failed", Limit: "1%", Actual: "1.50%", Pass: false}},
-		Expect: &load.Judged{
+		Thresholds: []judge.ThresholdCheck{{Name: "failed", Limit: "1%", Actual: "1.50%", Pass: false}},
+		Expect: &judge.Judged{
 			Model: "token-bucket:burst=10,rate=5/s", Description: "token bucket 10 + 5/s",
 			Expected: allowed, Observed: allowed, Of: 200, Tolerance: 3, OverMs: 9950, Pass: true,
 			ExpectedPerSecond: perSec,
-			Tol:               load.TolParts{Jitter: 1, Rounding: 1, Unknown: 2},
+			Tol:               judge.Tolerance{Jitter: 1, Rounding: 1, Unknown: 2},
 		},
 		Verdict:         "fail",
 		VerdictMessages: []string{"threshold failed: 1.50% > 1%"},
@@ -176,9 +179,9 @@ func fixtureKeyslot(t *testing.T) cluster.Result {
 			{Keys: []string{"rl:{user:42}:minute", "rl:{user:42}:day"}, File: "groups.txt", Line: 1},
 			{Keys: []string{"rl:user:7:minute", "rl:global:minute"}, File: "groups.txt", Line: 2},
 		},
-		Scripts: []cluster.Script{
-			{File: "lua/ok.lua", Src: []byte("local key = KEYS[1]\nreturn redis.call('INCR', key)\n")},
-			{File: "lua/bad.lua", Src: []byte("redis.call('INCR', 'rl:global')\nreturn redis.call('GET', ARGV[1])\n")},
+		Scripts: []lint.ScriptReport{
+			lualint.Lint("lua/ok.lua", []byte("local key = KEYS[1]\nreturn redis.call('INCR', key)\n")),
+			lualint.Lint("lua/bad.lua", []byte("redis.call('INCR', 'rl:global')\nreturn redis.call('GET', ARGV[1])\n")),
 		},
 		Template: &tpl, From: 1, To: 20000,
 	})
@@ -222,14 +225,29 @@ func fixtures(t *testing.T) map[string]any {
 	}
 }
 
-// TestFixtureDocuments keeps testdata/*.json in step with the builders.
+// TestFixtureDocuments: every frozen input in testdata/*.json decodes as
+// `ratelimit report` reads it, and writing it again and reading that
+// back gives the same document. The fixtures are inputs, never rewritten
+// by -update: the builders above wrote them once; a new one is a document
+// a real command wrote (--out), copied in by hand.
 func TestFixtureDocuments(t *testing.T) {
-	for name, doc := range fixtures(t) {
+	for name := range fixtures(t) {
+		d := readFixture(t, name)
 		var b bytes.Buffer
-		if err := JSON(&b, doc); err != nil {
+		if err := JSON(&b, d.Value); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		again, err := Decode(b.Bytes())
+		if err != nil {
+			t.Fatalf("%s written again does not decode: %v", name, err)
+		}
+		var b2 bytes.Buffer
+		if err := JSON(&b2, again.Value); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, name, b.Bytes())
+		if !bytes.Equal(b.Bytes(), b2.Bytes()) {
+			t.Errorf("%s: writing and reading again changes the document:\n%s", name, lineDiff(b.String(), b2.String(), 3, 40))
+		}
 	}
 }
 
@@ -468,7 +486,7 @@ func TestJUnitParses(t *testing.T) {
 // TestJUnitLoadVerdictCountsOnce: a load run failed by one reason counts
 // one failure; a reason no other testcase carries fails the verdict.
 func TestJUnitLoadVerdictCountsOnce(t *testing.T) {
-	failures := func(res *load.Result) (int, string) {
+	failures := func(res *tally.Result) (int, string) {
 		var b bytes.Buffer
 		if err := LoadJUnit(&b, res); err != nil {
 			t.Fatal(err)
@@ -492,9 +510,9 @@ func TestJUnitLoadVerdictCountsOnce(t *testing.T) {
 	}
 	// no limiter seen, with --expect: a reason no other testcase carries
 	res.RateLimited, res.Status = 0, map[string]int64{"200": res.Responses}
-	res.Headers.RateLimit, res.Headers.Policy, res.Headers.RetryAfter = load.FieldStat{}, load.FieldStat{}, load.FieldStat{}
-	res.VerdictMessages = append(res.VerdictMessages, load.NoLimiterNote)
-	if n, v := failures(res); n != 2 || v != load.NoLimiterNote {
+	res.Headers.RateLimit, res.Headers.Policy, res.Headers.RetryAfter = tally.FieldStat{}, tally.FieldStat{}, tally.FieldStat{}
+	res.VerdictMessages = append(res.VerdictMessages, tally.NoLimiterNote)
+	if n, v := failures(res); n != 2 || v != tally.NoLimiterNote {
 		t.Errorf("no limiter seen: %d failures, verdict %q; want 2 and the verdict failing for it", n, v)
 	}
 }
@@ -502,7 +520,7 @@ func TestJUnitLoadVerdictCountsOnce(t *testing.T) {
 func TestJUnitLoadStates(t *testing.T) {
 	res := fixtureLoad(t)
 	res.Verdict, res.Interrupted, res.VerdictMessages = "interrupted", true, nil
-	res.RateLimited, res.Headers.RateLimit = 0, load.FieldStat{}
+	res.RateLimited, res.Headers.RateLimit = 0, tally.FieldStat{}
 	var b bytes.Buffer
 	if err := LoadJUnit(&b, res); err != nil {
 		t.Fatal(err)
@@ -694,7 +712,7 @@ func TestHTMLLoadHistogram(t *testing.T) {
 	without.LatencyHistogram, without.LatencyFromDueHistogram = nil, nil
 	tests := []struct {
 		name    string
-		res     *load.Result
+		res     *tally.Result
 		want    []string
 		notWant []string
 	}{

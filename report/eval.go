@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/words"
 )
 
 // EvalText renders the result of `ratelimit eval`: what ran, one row per
@@ -49,11 +50,11 @@ func evalChecksText(res eval.Result, st Styles) string {
 }
 
 // evalSpan writes a duration without zero units: 10s, 1m, 1h30m, 250ms.
-func evalSpan(d time.Duration) string { return limiter.Span(d) }
+func evalSpan(d time.Duration) string { return words.Span(d) }
 
 // evalPer writes a window as a reader says it: per second, per minute,
 // per hour, per day, else per 10s, per 1m30s.
-func evalPer(d time.Duration) string { return limiter.Per(d) }
+func evalPer(d time.Duration) string { return words.Per(d) }
 
 // limiterSettings is a limiter's parameters as its document carries them,
 // in the registry's words: "capacity 10, rate 5/s".

@@ -10,15 +10,21 @@ import (
 	"testing"
 )
 
-// update rewrites the golden files instead of comparing with them:
-// go test ./report -update
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
+// update rewrites the golden files (testdata/*.golden, the renderers'
+// outputs) instead of comparing with them: go test ./report -update. It
+// never rewrites an input: the documents in testdata/*.json are frozen,
+// so a change to a reader or a builder cannot be accepted together with
+// the outputs it changes.
+var update = flag.Bool("update", false, "rewrite golden files (testdata/*.golden) in testdata")
 
 // golden compares got with testdata/name, or rewrites the file with
 // -update. A difference is shown as a line diff with context.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
+	if !strings.HasSuffix(name, ".golden") {
+		t.Fatalf("golden(%s): only *.golden outputs are golden files; testdata/*.json are frozen inputs", name)
+	}
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)

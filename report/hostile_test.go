@@ -5,6 +5,8 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
 	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/lualint"
+	"github.com/ratelimit-dev/ratelimit/lualint/lint"
 )
 
 // hostileKey has a newline, an ANSI colour sequence, a bell and a
@@ -35,8 +37,8 @@ func hostileKeyslot(t *testing.T) cluster.Result {
 	res, err := cluster.Run(t.Context(), cluster.Options{
 		Keys:   []string{hostileKey, "grüße:{ü}"},
 		Groups: []cluster.Group{{Keys: []string{hostileKey, "grüße:{ü}"}, File: "groups\x1b[1m.txt", Line: 3}},
-		Scripts: []cluster.Script{
-			{File: "lua/evil\x07.lua", Src: []byte("return redis.call('GET', 'a\\27[31mred')\n")},
+		Scripts: []lint.ScriptReport{
+			lualint.Lint("lua/evil\x07.lua", []byte("return redis.call('GET', 'a\\27[31mred')\n")),
 		},
 	})
 	if err != nil {

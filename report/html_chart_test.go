@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/race"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // svgRect is a bar drawn by barChart.
@@ -225,7 +225,7 @@ func TestLoadToleranceBand(t *testing.T) {
 func TestLoadHistogramCountOne(t *testing.T) {
 	res := fixtureLoad(t)
 	// One slow request past every other bucket (of both histograms).
-	res.LatencyHistogram.Buckets = append(res.LatencyHistogram.Buckets, load.Bucket{LeMs: 1e6, Count: 1})
+	res.LatencyHistogram.Buckets = append(res.LatencyHistogram.Buckets, tally.Bucket{LeMs: 1e6, Count: 1})
 	svg := loadHistogramChart(res)
 	rs := svgRects(t, svg, "lat-send")
 	if len(rs) == 0 {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // htmlMaxBars bounds the bars of a timeline; longer runs are grouped.
@@ -16,7 +16,7 @@ const htmlMaxBars = 120
 // each second of the run, from the document, with the model in words; ok
 // is false when the document has none to draw (no --expect, or a
 // document written before version 2, which did not carry them).
-func loadExpected(res *load.Result) (perSec []float64, desc string, ok bool) {
+func loadExpected(res *tally.Result) (perSec []float64, desc string, ok bool) {
 	j := res.Expect
 	if j == nil || j.ExpectedPerSecond == nil {
 		return nil, "", false
@@ -28,7 +28,7 @@ func loadExpected(res *load.Result) (perSec []float64, desc string, ok bool) {
 	return perSec, j.Description, true
 }
 
-func loadHTML(b *strings.Builder, res *load.Result) {
+func loadHTML(b *strings.Builder, res *tally.Result) {
 	fmt.Fprintf(b, "<p>%s %s · %s for %s · %d planned, %d sent, %d dropped · %s · %s</p>\n",
 		esc(res.Method), htmlCode(res.Target), esc(res.Rate), esc(secs(res.DurationS)), res.Planned, res.Sent, res.Dropped,
 		esc(loadIdentities(res)), esc(loadRunLabel(res)))
@@ -151,17 +151,17 @@ func loadHTML(b *strings.Builder, res *load.Result) {
 	var groups []barGroup
 	for _, p := range []struct {
 		name string
-		get  func(load.Latency) float64
+		get  func(tally.Latency) float64
 	}{
-		{"p50", func(l load.Latency) float64 { return l.P50 }},
-		{"p90", func(l load.Latency) float64 { return l.P90 }},
-		{"p99", func(l load.Latency) float64 { return l.P99 }},
-		{"max", func(l load.Latency) float64 { return l.Max }},
+		{"p50", func(l tally.Latency) float64 { return l.P50 }},
+		{"p90", func(l tally.Latency) float64 { return l.P90 }},
+		{"p99", func(l tally.Latency) float64 { return l.P99 }},
+		{"max", func(l tally.Latency) float64 { return l.Max }},
 	} {
 		grp := barGroup{label: p.name}
 		for _, l := range []struct {
 			name, class string
-			lat         load.Latency
+			lat         tally.Latency
 		}{
 			{"from due time", "lat-due", res.LatencyFromDue},
 			{"from send", "lat-send", res.Latency},
@@ -267,10 +267,10 @@ const loadHistMaxLabels = 16
 // from the send side by side, one group of bars per bucket bound (the
 // bounds are log-spaced, so the x axis is too); counts on a log scale so
 // that a few slow requests stay visible next to thousands of fast ones.
-func loadHistogramChart(res *load.Result) string {
+func loadHistogramChart(res *tally.Result) string {
 	series := []struct {
 		name, class string
-		h           *load.Histogram
+		h           *tally.Histogram
 	}{
 		{"from due time", "lat-due", res.LatencyFromDueHistogram},
 		{"from send", "lat-send", res.LatencyHistogram},
@@ -319,7 +319,7 @@ func loadHistogramChart(res *load.Result) string {
 
 // loadIdentities is how the run told identities apart: "3 identities",
 // "no identity header" (a recording: "no identity tag").
-func loadIdentities(res *load.Result) string {
+func loadIdentities(res *tally.Result) string {
 	if res.Identities > 0 {
 		return countNoun(res.Identities, "identity", "identities")
 	}

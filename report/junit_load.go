@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
-	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/judge"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // LoadJUnit renders a load result as JUnit XML: one testcase per
 // threshold, one for the generator keeping up, one per header check, one
 // for the verdict on the admitted count (with --expect) and one for the
 // run's verdict.
-func LoadJUnit(w io.Writer, res *load.Result) error {
+func LoadJUnit(w io.Writer, res *tally.Result) error {
 	return writeJUnit(w, []junitSuite{loadSuite(res)})
 }
 
@@ -22,7 +23,7 @@ func LoadJUnit(w io.Writer, res *load.Result) error {
 // header rules and the expectation get a testcase each; whether a limiter
 // was seen and whether the run completed decide the last one, the run's
 // verdict (an interrupted run is an error: it has none).
-func loadSuite(res *load.Result) junitSuite {
+func loadSuite(res *tally.Result) junitSuite {
 	s := junitSuite{Name: "ratelimit load", timeS: res.ElapsedS}
 	if res.Recorded() {
 		s.Name += " (recorded by " + res.Source + ")"
@@ -37,12 +38,12 @@ func loadSuite(res *load.Result) junitSuite {
 	}
 	for _, th := range res.Thresholds {
 		detail := fmt.Sprintf("%s: %s (limit %s %s)\n", th.Name, th.Actual, cmpOr(th.Op, "<="), th.Limit)
-		if loadHasLatencyCheck(&load.Result{Thresholds: []load.Check{th}}) {
+		if loadHasLatencyCheck(&tally.Result{Thresholds: []judge.ThresholdCheck{th}}) {
 			detail += "judged on the latency from the due time\n"
 		}
-		ch, ok := byID[load.CheckThresholdPfx+th.Expr()]
+		ch, ok := byID[tally.CheckThresholdPfx+th.Expr()]
 		if !ok {
-			ch = doc.Check{ID: load.CheckThresholdPfx + th.Expr(), Pass: th.Pass, Message: loadCheckMessage(th)}
+			ch = doc.Check{ID: tally.CheckThresholdPfx + th.Expr(), Pass: th.Pass, Message: loadCheckMessage(th)}
 		}
 		c := checkCase("load.thresholds", loadCheckName(th), ch, "threshold", detail)
 		if ch.Pass {
@@ -51,7 +52,7 @@ func loadSuite(res *load.Result) junitSuite {
 		s.Cases = append(s.Cases, c)
 	}
 
-	if ch, ok := byID[load.CheckGenerator]; ok {
+	if ch, ok := byID[tally.CheckGenerator]; ok {
 		detail := fmt.Sprintf("%d sent of %d planned, nothing dropped, lateness p99 %s ms\n", res.Sent, res.Planned, loadNum(res.Lateness.P99))
 		if res.Recorded() {
 			detail = ch.Message + "\n"
@@ -78,7 +79,7 @@ func loadSuite(res *load.Result) junitSuite {
 		s.Cases = append(s.Cases, c)
 	}
 
-	if ch, ok := byID[load.CheckSegments]; ok {
+	if ch, ok := byID[tally.CheckSegments]; ok {
 		detail := ch.Message + "\n" + loadSegmentLine(res) + "\n"
 		c := checkCase("load.segments", "segments", ch, "segments", detail)
 		if ch.Pass {
@@ -88,11 +89,11 @@ func loadSuite(res *load.Result) junitSuite {
 	}
 
 	for _, ch := range checks {
-		if !strings.HasPrefix(ch.ID, load.CheckFaultPfx) && !strings.HasPrefix(ch.ID, load.CheckRecoverPfx) {
+		if !strings.HasPrefix(ch.ID, judge.CheckFaultPfx) && !strings.HasPrefix(ch.ID, judge.CheckRecoverPfx) {
 			continue
 		}
 		detail := ch.Message + "\n"
-		if fr := res.Faults; fr != nil && ch.ID == load.CheckFaultBaseline {
+		if fr := res.Faults; fr != nil && ch.ID == judge.CheckFaultBaseline {
 			detail += loadFaultScope(fr) + "\n"
 		}
 		c := checkCase("load.faults", ch.ID, ch, "fault", detail)
@@ -119,9 +120,9 @@ func loadSuite(res *load.Result) junitSuite {
 		if j.Note != "" {
 			d.WriteString(j.Note + "\n")
 		}
-		ch, ok := byID[load.CheckExpect]
+		ch, ok := byID[tally.CheckExpect]
 		if !ok {
-			ch = doc.Check{ID: load.CheckExpect, Pass: j.Pass, Message: j.Line()}
+			ch = doc.Check{ID: tally.CheckExpect, Pass: j.Pass, Message: j.Line()}
 		}
 		c := checkCase("load.verdict", name, ch, "verdict", d.String())
 		if ch.Pass {
@@ -138,9 +139,9 @@ func loadSuite(res *load.Result) junitSuite {
 // interrupted, a failure when a check that has no testcase of its own
 // failed (no limiter seen, with --expect), else passed with the counts (a
 // failed verdict then points at the testcases that failed above).
-func loadVerdictCase(res *load.Result, byID map[string]doc.Check) junitCase {
+func loadVerdictCase(res *tally.Result, byID map[string]doc.Check) junitCase {
 	v := newCase("load.verdict", "verdict", res.ElapsedS)
-	if done, ok := byID[load.CheckCompleted]; ok && !done.Pass {
+	if done, ok := byID[tally.CheckCompleted]; ok && !done.Pass {
 		v.check = &done
 		v.Error = &junitFailure{Type: "interrupted", Message: done.Message}
 		return v
@@ -150,7 +151,7 @@ func loadVerdictCase(res *load.Result, byID map[string]doc.Check) junitCase {
 	if warn != "" {
 		summary += warn + "\n"
 	}
-	if seen, ok := byID[load.CheckLimiterSeen]; ok && seen.Counts() && !seen.Pass {
+	if seen, ok := byID[tally.CheckLimiterSeen]; ok && seen.Counts() && !seen.Pass {
 		v.check = &seen
 		if res.Aborted {
 			summary += "aborted: " + res.AbortReason + "\n"

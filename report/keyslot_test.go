@@ -12,6 +12,8 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
 	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/lualint"
+	"github.com/ratelimit-dev/ratelimit/lualint/lint"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
@@ -25,9 +27,9 @@ func ksOfflineResult(t *testing.T) cluster.Result {
 			{Keys: []string{"rl:{user:42}:minute", "rl:{user:42}:day"}, File: "groups.txt", Line: 1},
 			{Keys: []string{"rl:user:7:tb", "rl:user:7:sw"}, File: "groups.txt", Line: 3},
 		},
-		Scripts: []cluster.Script{
-			{File: "eval/ok.lua", Src: []byte("local key = KEYS[1]\nreturn redis.call('INCR', key)\n")},
-			{File: "bad,1.lua", Src: []byte("redis.call('INCR', 'rl:global')\nreturn redis.call('GET', ARGV[1])\n")},
+		Scripts: []lint.ScriptReport{
+			lualint.Lint("eval/ok.lua", []byte("local key = KEYS[1]\nreturn redis.call('INCR', key)\n")),
+			lualint.Lint("bad,1.lua", []byte("redis.call('INCR', 'rl:global')\nreturn redis.call('GET', ARGV[1])\n")),
 		},
 	})
 	if err != nil {
@@ -47,7 +49,7 @@ func ksLiveResult(t *testing.T) cluster.Result {
 	})
 	srv := redisconn.Server{Product: "redis", Version: "7.0.15", Mode: "cluster", Primaries: 3, Addr: "redis://127.0.0.1:7101", Embedded: false}
 	res := cluster.Result{Header: testHeader(cluster.Kind, cluster.Version, &srv, "--redis", "redis://127.0.0.1:7101", "--verify"), Topology: top,
-		Groups: []cluster.Group{}, Scripts: []cluster.ScriptReport{}, Findings: []cluster.Finding{}}
+		Groups: []cluster.Group{}, Scripts: []lint.ScriptReport{}, Findings: []lint.Finding{}}
 	for i, k := range []string{"rl:{user:42}:tb", "somekey", "123456789"} {
 		tag, ok := cluster.Tag(k)
 		s := cluster.Slot(k)

@@ -115,7 +115,7 @@ func newRegistry(kinds ...kindInfo) registry {
 
 // of finds the kind of a result value and returns the value in the form
 // its renderers take: a Document's value, a pointer dereferenced, or the
-// address of a value whose kind takes a pointer (*load.Result).
+// address of a value whose kind takes a pointer (*tally.Result).
 func (r registry) of(v any) (*kindInfo, any, error) {
 	switch d := v.(type) {
 	case Document:

@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/judge"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // loadMaxTimelineRows bounds the timeline table; longer runs are grouped into
@@ -19,7 +20,7 @@ const loadMaxTimelineRows = 30
 // planned and sent, statuses, latencies from the send and from the due
 // time, the generator's own health, header checks, thresholds and the
 // verdict on the admitted count.
-func LoadText(w io.Writer, res *load.Result, o Options) error {
+func LoadText(w io.Writer, res *tally.Result, o Options) error {
 	st := NewStyles(w, o)
 	var b strings.Builder
 	b.WriteString(st.Dim.Render("target: "+Printable(res.Method+" "+res.Target)) + "\n")
@@ -127,7 +128,7 @@ func LoadText(w io.Writer, res *load.Result, o Options) error {
 }
 
 // loadMetrics are the rows of what was sent and what came back.
-func loadMetrics(res *load.Result) [][]cell {
+func loadMetrics(res *tally.Result) [][]cell {
 	iterations := textCell(fmt.Sprintf("%d sent of %d planned, %d dropped, %.1f/s achieved", res.Sent, res.Planned, res.Dropped, res.AchievedRate))
 	if res.Dropped > 0 {
 		iterations = warnCell(fmt.Sprintf("%d sent of %d planned, %d dropped (%d no idle VU, %d late), %.1f/s achieved",
@@ -146,7 +147,7 @@ func loadMetrics(res *load.Result) [][]cell {
 
 // loadVUsLine is the vus row: what the VUs did, or that a recording does
 // not say.
-func loadVUsLine(res *load.Result) string {
+func loadVUsLine(res *tally.Result) string {
 	if res.Recorded() {
 		return "not in the " + Printable(res.Source) + " recording"
 	}
@@ -155,7 +156,7 @@ func loadVUsLine(res *load.Result) string {
 
 // loadRunLabel ends the run's line: "run 5f2c9a1e", or for a recording
 // of another tool "recorded by k6".
-func loadRunLabel(res *load.Result) string {
+func loadRunLabel(res *tally.Result) string {
 	if res.Recorded() {
 		return "recorded by " + res.Source
 	}
@@ -164,9 +165,9 @@ func loadRunLabel(res *load.Result) string {
 
 // loadRecordedGenerator is what a recording says of its generator: the
 // generator check's message.
-func loadRecordedGenerator(res *load.Result) string {
+func loadRecordedGenerator(res *tally.Result) string {
 	for _, c := range res.CheckList() {
-		if c.ID == load.CheckGenerator {
+		if c.ID == tally.CheckGenerator {
 			return c.Message
 		}
 	}
@@ -175,7 +176,7 @@ func loadRecordedGenerator(res *load.Result) string {
 
 // loadLatencies is the latency table: from the send, from the due time
 // and the lateness of the send.
-func loadLatencies(res *load.Result) table {
+func loadLatencies(res *tally.Result) table {
 	return table{headers: loadLatencyHeaders, right: []int{1, 2, 3, 4, 5, 6, 7}, rows: [][]cell{
 		textCells(loadLatencyRow("from send", res.Latency)...),
 		textCells(loadLatencyRow("from due time", res.LatencyFromDue)...),
@@ -184,7 +185,7 @@ func loadLatencies(res *load.Result) table {
 }
 
 // loadThresholds is one row per threshold.
-func loadThresholds(res *load.Result) table {
+func loadThresholds(res *tally.Result) table {
 	t := table{headers: []string{"threshold", "actual", "result"}}
 	for _, c := range res.Thresholds {
 		stopped := ""
@@ -198,23 +199,23 @@ func loadThresholds(res *load.Result) table {
 
 // loadHeaderNames name the header checks of a load run.
 var loadHeaderNames = map[string]string{
-	load.CheckRateLimit:   "RateLimit valid",
-	load.CheckPolicy:      "RateLimit-Policy valid",
-	load.CheckRetryAfter:  "Retry-After on every 429",
-	load.CheckNotStorable: "429 not storable by caches",
+	tally.CheckRateLimit:   "RateLimit valid",
+	tally.CheckPolicy:      "RateLimit-Policy valid",
+	tally.CheckRetryAfter:  "Retry-After on every 429",
+	tally.CheckNotStorable: "429 not storable by caches",
 }
 
 // loadHeaderDetail is the counts behind a header check.
-func loadHeaderDetail(res *load.Result, id string) string {
+func loadHeaderDetail(res *tally.Result, id string) string {
 	h := res.Headers
 	switch id {
-	case load.CheckRateLimit, load.CheckPolicy:
+	case tally.CheckRateLimit, tally.CheckPolicy:
 		f := h.RateLimit
-		if id == load.CheckPolicy {
+		if id == tally.CheckPolicy {
 			f = h.Policy
 		}
 		return fmt.Sprintf("present on %s of %s, valid on %s", loadShare(f.Present, h.Responses), countNoun(int(h.Responses), "response", "responses"), loadShare(f.Valid, f.Present))
-	case load.CheckRetryAfter:
+	case tally.CheckRetryAfter:
 		return fmt.Sprintf("present on %s of 429s, valid on %s", loadShare(h.RetryAfter.Present, res.RateLimited), loadShare(h.RetryAfter.Valid, res.RateLimited))
 	}
 	return fmt.Sprintf("%s of 429s storable", loadShare(h.Storable429, res.RateLimited))
@@ -222,7 +223,7 @@ func loadHeaderDetail(res *load.Result, id string) string {
 
 // loadHeaderChecks is one row per header check: its name, its result and
 // the counts (or why it failed or was skipped).
-func loadHeaderChecks(res *load.Result) table {
+func loadHeaderChecks(res *tally.Result) table {
 	t := table{headers: []string{"header check", "result", "details"}}
 	for _, c := range res.CheckList() {
 		name, ok := loadHeaderNames[c.ID]
@@ -259,7 +260,7 @@ var loadLatencyHeaders = []string{"latency", "min", "mean", "p50", "p90", "p95",
 
 // loadLatencyRow is one row of the latency table, auto-scaled (Latency).
 // Documents written before p95 existed show it as "-".
-func loadLatencyRow(name string, l load.Latency) []string {
+func loadLatencyRow(name string, l tally.Latency) []string {
 	if l.Count == 0 {
 		return []string{name, "-", "-", "-", "-", "-", "-", "-"}
 	}
@@ -274,7 +275,7 @@ func loadLatencyRow(name string, l load.Latency) []string {
 func loadRate(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
 
 // loadBytesLine is the data row: bytes in and out with their rates.
-func loadBytesLine(res *load.Result) string {
+func loadBytesLine(res *tally.Result) string {
 	per := func(n int64) string {
 		if res.ElapsedS <= 0 {
 			return byteSize(float64(n))
@@ -285,7 +286,7 @@ func loadBytesLine(res *load.Result) string {
 }
 
 // loadHasLatencyCheck reports whether a threshold judges a latency.
-func loadHasLatencyCheck(res *load.Result) bool {
+func loadHasLatencyCheck(res *tally.Result) bool {
 	for _, c := range res.Thresholds {
 		switch c.Name {
 		case "p50", "p90", "p95", "p99", "min", "mean", "max":
@@ -296,7 +297,7 @@ func loadHasLatencyCheck(res *load.Result) bool {
 }
 
 // loadCheckName is a threshold as shown: "p99 < 50ms", "failed <= 1%".
-func loadCheckName(c load.Check) string {
+func loadCheckName(c judge.ThresholdCheck) string {
 	op := c.Op
 	if op == "" {
 		op = "<=" // documents written before thresholds had an operator
@@ -305,7 +306,7 @@ func loadCheckName(c load.Check) string {
 }
 
 // loadCheckMessage is why a threshold failed, as in verdict_messages.
-func loadCheckMessage(c load.Check) string {
+func loadCheckMessage(c judge.ThresholdCheck) string {
 	if c.Message != "" {
 		return c.Message
 	}
@@ -314,7 +315,7 @@ func loadCheckMessage(c load.Check) string {
 
 // loadSummary is the verdict line's tail: the counts that matter, and what
 // must not pass unnoticed (iterations dropped, a run aborted).
-func loadSummary(res *load.Result) (counts, warn string) {
+func loadSummary(res *tally.Result) (counts, warn string) {
 	counts = fmt.Sprintf("%s sent, %d allowed, %d refused, %d failed", countNoun(int(res.Sent), "request", "requests"), res.Allowed, res.RateLimited, res.Failed)
 	var w []string
 	if res.Dropped > 0 {
@@ -348,7 +349,7 @@ func loadStatusLine(m map[string]int64) string {
 	return Printable(strings.Join(parts, ", "))
 }
 
-func loadFailedLine(res *load.Result) string {
+func loadFailedLine(res *tally.Result) string {
 	s := fmt.Sprintf("%d (%s)", res.Failed, pct(res.FailedPct/100))
 	var errs []string
 	for _, k := range loadSortedKeys(res.Errors) {
@@ -362,7 +363,7 @@ func loadFailedLine(res *load.Result) string {
 
 // loadTimelineTable shows counts per status by the second of the send, grouped
 // into buckets of several seconds for long runs.
-func loadTimelineTable(res *load.Result, st Styles) string {
+func loadTimelineTable(res *tally.Result, st Styles) string {
 	if len(res.Timeline) == 0 {
 		return ""
 	}
@@ -417,7 +418,7 @@ func loadShare(n, of int64) string {
 	return fmt.Sprintf("%d (%s)", n, pct(float64(n)/float64(of)))
 }
 
-func loadHeadersTable(h load.Headers, limited int64, st Styles) string {
+func loadHeadersTable(h tally.Headers, limited int64, st Styles) string {
 	rows := [][]string{
 		{"RateLimit", loadShare(h.RateLimit.Present, h.Responses), loadShare(h.RateLimit.Valid, h.RateLimit.Present), Printable(h.RateLimit.Example)},
 		{"RateLimit-Policy", loadShare(h.Policy.Present, h.Responses), loadShare(h.Policy.Valid, h.Policy.Present), Printable(h.Policy.Example)},
@@ -441,12 +442,12 @@ func loadHeadersTable(h load.Headers, limited int64, st Styles) string {
 	return b.String()
 }
 
-var loadKind = kind[*load.Result]{
-	name: load.Kind, version: load.Version,
-	older:    map[int]func([]byte) (*load.Result, error){1: loadFromV1},
+var loadKind = kind[*tally.Result]{
+	name: tally.Kind, version: tally.Version,
+	older:    map[int]func([]byte) (*tally.Result, error){1: loadFromV1},
 	validate: validateLoad,
-	checks:   (*load.Result).CheckList,
-	verdict: func(r *load.Result) (pass, has bool) {
+	checks:   (*tally.Result).CheckList,
+	verdict: func(r *tally.Result) (pass, has bool) {
 		return r.Verdict == "pass", r.Verdict == "pass" || r.Verdict == "fail"
 	},
 	text:     LoadText,
@@ -458,10 +459,10 @@ var loadKind = kind[*load.Result]{
 // loadFromV1: the arrival rate is arrival_rate, seconds are milliseconds,
 // rate_limited is refused; verdict_messages, which the checks replace, are
 // kept for the checks to be derived from.
-func loadFromV1(data []byte) (*load.Result, error) {
+func loadFromV1(data []byte) (*tally.Result, error) {
 	var messages []string
-	res, err := upgradeTree[*load.Result](data, func(t jsonTree) {
-		t["version"] = load.Version
+	res, err := upgradeTree[*tally.Result](data, func(t jsonTree) {
+		t["version"] = tally.Version
 		rename(t, "rate", "arrival_rate")
 		rename(t, "rate_per_s", "arrival_rate_per_s")
 		for _, f := range []string{"duration", "elapsed", "timeout"} {
@@ -490,7 +491,7 @@ func loadFromV1(data []byte) (*load.Result, error) {
 
 // loadSegmentLine says which segment a document is, or which segments a
 // merged one holds; "" for a whole run.
-func loadSegmentLine(res *load.Result) string {
+func loadSegmentLine(res *tally.Result) string {
 	si := res.Segment
 	if si == nil {
 		return ""

@@ -5,7 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/judge"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // The fault windows of a load run (load --fault): one table of windows and
@@ -14,7 +15,7 @@ import (
 
 // loadFaultTable has one row per window: its span, the counts, the model
 // and the latency from the due time.
-func loadFaultTable(fr *load.FaultReport) table {
+func loadFaultTable(fr *judge.FaultReport) table {
 	t := table{headers: []string{"window", "from", "to", "requests", "admitted", "model", "extra", "refused", "5xx", "errors", "p50", "p99", "max"},
 		right: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}
 	for _, w := range fr.Windows {
@@ -36,7 +37,7 @@ func loadFaultTable(fr *load.FaultReport) table {
 
 // loadFaultScope says where the faults went and against what they are
 // judged.
-func loadFaultScope(fr *load.FaultReport) string {
+func loadFaultScope(fr *judge.FaultReport) string {
 	model := "no model (--expect auto found no RateLimit-Policy): fail-open cannot be told apart"
 	if fr.Model != "" {
 		model = "judged against " + fr.Model
@@ -48,7 +49,7 @@ func loadFaultScope(fr *load.FaultReport) string {
 	return s + fmt.Sprintf("; baseline p99 %s from due", Latency(fr.BaselineP99Ms))
 }
 
-func loadFaultWord(f load.FaultResult) (string, bool) {
+func loadFaultWord(f judge.FaultResult) (string, bool) {
 	ok := f.Pass && f.RecoverPass
 	if ok {
 		return "PASS", true
@@ -56,7 +57,7 @@ func loadFaultWord(f load.FaultResult) (string, bool) {
 	return "FAIL", false
 }
 
-func loadFaultText(b *strings.Builder, fr *load.FaultReport, st Styles) {
+func loadFaultText(b *strings.Builder, fr *judge.FaultReport, st Styles) {
 	b.WriteString("\n" + st.Header.Render("faults") + "\n")
 	b.WriteString(st.Dim.Render(Printable(loadFaultScope(fr))) + "\n")
 	b.WriteString(loadFaultTable(fr).text(st))
@@ -74,7 +75,7 @@ func loadFaultText(b *strings.Builder, fr *load.FaultReport, st Styles) {
 	}
 }
 
-func loadFaultMarkdown(b *strings.Builder, fr *load.FaultReport) {
+func loadFaultMarkdown(b *strings.Builder, fr *judge.FaultReport) {
 	b.WriteString("#### Faults\n\n" + md(loadFaultScope(fr)) + "\n\n")
 	loadFaultTable(fr).markdown(b)
 	for _, f := range fr.Faults {
@@ -84,7 +85,7 @@ func loadFaultMarkdown(b *strings.Builder, fr *load.FaultReport) {
 	b.WriteString("\n")
 }
 
-func loadFaultHTML(b *strings.Builder, fr *load.FaultReport) {
+func loadFaultHTML(b *strings.Builder, fr *judge.FaultReport) {
 	b.WriteString("<h3>Faults</h3>\n")
 	fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(loadFaultScope(fr)))
 	loadFaultTable(fr).html(b)
@@ -98,7 +99,7 @@ func loadFaultHTML(b *strings.Builder, fr *load.FaultReport) {
 
 // loadFaultShades are the fault windows on the timeline's bars (secs, as
 // loadSeconds grouped them).
-func loadFaultShades(fr *load.FaultReport, secs []loadSecond) []shade {
+func loadFaultShades(fr *judge.FaultReport, secs []loadSecond) []shade {
 	if fr == nil || len(secs) == 0 {
 		return nil
 	}
@@ -127,7 +128,7 @@ func loadFaultShades(fr *load.FaultReport, secs []loadSecond) []shade {
 // loadFaultMarks returns, for a run with faults, what marks the timeline's
 // seconds [from, to): the specs of the faults in force in them; nil
 // without faults.
-func loadFaultMarks(res *load.Result) func(from, to float64) string {
+func loadFaultMarks(res *tally.Result) func(from, to float64) string {
 	fr := res.Faults
 	if fr == nil || len(fr.Faults) == 0 {
 		return nil
@@ -135,7 +136,7 @@ func loadFaultMarks(res *load.Result) func(from, to float64) string {
 	return func(from, to float64) string {
 		var in []string
 		for _, f := range fr.Faults {
-			if f.Behaviour == load.NotInjected {
+			if f.Behaviour == judge.NotInjected {
 				continue
 			}
 			// a fault of one moment marks the second it happened in

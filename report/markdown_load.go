@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // loadClass sorts a status key of the timeline into admitted (2xx, 3xx),
@@ -29,7 +29,7 @@ type loadSecond struct {
 
 // loadSeconds sums the timeline by class, grouping consecutive seconds so
 // that at most maxRows entries remain.
-func loadSeconds(res *load.Result, maxRows int) []loadSecond {
+func loadSeconds(res *tally.Result, maxRows int) []loadSecond {
 	n := len(res.Timeline)
 	if n == 0 {
 		return nil
@@ -65,7 +65,7 @@ func loadMDSorted(m map[string]int64) []string {
 	return keys
 }
 
-func loadMarkdown(b *strings.Builder, res *load.Result) {
+func loadMarkdown(b *strings.Builder, res *tally.Result) {
 	verdict := mdVerdict(res.Verdict == "pass")
 	if res.Verdict != "pass" && res.Verdict != "fail" {
 		verdict = "**INTERRUPTED** (no verdict)"

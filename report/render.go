@@ -10,7 +10,7 @@ import (
 // Render writes one result document in format: "text", "json",
 // "markdown", "junit" or "github" (every kind has each; HTML writes the
 // page of several). doc is a result value (eval.Result, eval.SimResult,
-// eval.Catalog, race.Result, load.Result or *load.Result, cluster.Result)
+// eval.Catalog, race.Result, tally.Result or *tally.Result, cluster.Result)
 // or a Document. A format the document's kind has no renderer for is an
 // error naming the ones it has.
 func Render(w io.Writer, format string, doc any, o Options) error {

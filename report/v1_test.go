@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // The documents in testdata/v1 are copies of the fixtures and JSON goldens
@@ -33,7 +33,7 @@ func withoutV2Only(t *testing.T, d Document) Document {
 		t.Fatalf("%s: %T has no header", d.Source, d.Value)
 	}
 	h.Tool, h.Command, h.StartedAt = nil, nil, time.Time{} // load's start is its own field, as in version 1
-	if l, ok := p.Interface().(*load.Result); ok && l.Expect != nil {
+	if l, ok := p.Interface().(*tally.Result); ok && l.Expect != nil {
 		l.Expect.ExpectedPerSecond = nil
 	}
 	if rv.Kind() != reflect.Pointer {

@@ -14,8 +14,8 @@ import (
 	"github.com/ratelimit-dev/ratelimit/cluster"
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/limiter"
-	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/race"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // A document that parses may still be unfit to render: a key given twice
@@ -362,7 +362,7 @@ func validateRace(res race.Result) error {
 	return nil
 }
 
-func validateLatency(path string, l load.Latency) error {
+func validateLatency(path string, l tally.Latency) error {
 	if err := firstErr(
 		nonNeg(path+".count", l.Count), nonNeg(path+".min", l.Min), nonNeg(path+".mean", l.Mean), nonNeg(path+".p50", l.P50),
 		nonNeg(path+".p90", l.P90), nonNeg(path+".p99", l.P99), nonNeg(path+".max", l.Max),
@@ -391,7 +391,7 @@ func validateCounts(path string, m map[string]int64) error {
 	return nil
 }
 
-func validateLoad(res *load.Result) error {
+func validateLoad(res *tally.Result) error {
 	if err := firstErr(
 		oneOf("verdict", res.Verdict, "pass", "fail", "interrupted"),
 		nonNeg("arrival_rate_per_s", res.RatePerS), nonNeg("duration_ms", res.DurationS*1000), nonNeg("elapsed_ms", res.ElapsedS*1000),
@@ -431,7 +431,7 @@ func validateLoad(res *load.Result) error {
 	}
 	for _, hh := range []struct {
 		name string
-		h    *load.Histogram
+		h    *tally.Histogram
 	}{{"latency_histogram", res.LatencyHistogram}, {"latency_from_due_histogram", res.LatencyFromDueHistogram}} {
 		name, h := hh.name, hh.h
 		if h == nil {
@@ -454,7 +454,7 @@ func validateLoad(res *load.Result) error {
 	}
 	for _, ff := range []struct {
 		name string
-		f    load.FieldStat
+		f    tally.FieldStat
 	}{{"ratelimit", h.RateLimit}, {"ratelimit_policy", h.Policy}, {"retry_after", h.RetryAfter}} {
 		p, f := "headers."+ff.name, ff.f
 		if err := firstErr(nonNeg(p+".checked", f.Checked), nonNeg(p+".present", f.Present), nonNeg(p+".valid", f.Valid)); err != nil {

@@ -1,4 +1,4 @@
-package load
+package judge
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
 // randomArrivals is a run of n arrivals over ids identities: sends in
@@ -30,9 +32,9 @@ func randomArrivals(rng *rand.Rand, n, ids int) []Arrival {
 
 // streamJudge feeds in's arrivals to a StreamJudge the way a recording
 // reaches it: by send time, then (in any interleaving) by done time.
-func streamJudge(t *testing.T, x Expectation, in JudgeInput, rng *rand.Rand) Judged {
+func streamFeed(t *testing.T, x Expectation, in Input, rng *rand.Rand) Judged {
 	t.Helper()
-	j := NewStreamJudge(x, in.StartMs)
+	j := NewStream(x, in.StartMs)
 	byDone := slices.Clone(in.Arrivals)
 	slices.SortStableFunc(byDone, func(a, b Arrival) int { return int(a.DoneNs - b.DoneNs) })
 	// the policy may be known before the first arrival or only later
@@ -62,10 +64,13 @@ func streamJudge(t *testing.T, x Expectation, in JudgeInput, rng *rand.Rand) Jud
 	return j.Finish(in.Identities, in.JitterMs, in.Policy)
 }
 
-// TestStreamJudgeEqualsJudge: on random runs of every model, and --expect
-// auto with and without a policy, the streaming judge returns exactly
-// what Judge returns on all the arrivals at once.
-func TestStreamJudgeEqualsJudge(t *testing.T) {
+// TestStreamOrderFree: on random runs of every model, and --expect auto
+// with and without a policy, a Stream fed the way a recording reaches it
+// (sends and ends interleaved at random, the policy learnt at any point)
+// returns exactly what Judge returns on all the arrivals at once, and for
+// an explicit model the count agrees with a replay written here from
+// scratch (each identity's sends sorted, one fresh model each).
+func TestStreamOrderFree(t *testing.T) {
 	specs := []string{"token-bucket:burst=10,rate=5/s", "sliding-window:limit=7,window=2s", "fixed-window:limit=12,window=3s", "gcra:rate=4/s,burst=3", "auto"}
 	policies := []string{`"default";q=10;w=2`, `"default";q=7;w=3`, "", `"x";q=0;w=2`}
 	rng := rand.New(rand.NewPCG(17, 2026))
@@ -76,7 +81,7 @@ func TestStreamJudgeEqualsJudge(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids := 1 + rng.IntN(4)
-		in := JudgeInput{
+		in := Input{
 			Arrivals:   randomArrivals(rng, rng.IntN(250), ids),
 			Identities: ids,
 			StartMs:    1_780_000_000_000 + rng.Int64N(1000),
@@ -84,20 +89,24 @@ func TestStreamJudgeEqualsJudge(t *testing.T) {
 			Policy:     policies[rng.IntN(len(policies))],
 		}
 		want := Judge(*x, in)
-		got := streamJudge(t, *x, in, rng)
+		got := streamFeed(t, *x, in, rng)
+		if !x.Auto {
+			if n := naiveCount(x.Parts[0], in); n != want.Expected {
+				t.Fatalf("trial %d, %s: Judge expects %d, the naive replay %d", trial, spec, want.Expected, n)
+			}
+		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("trial %d, %s, %d arrivals, %d identities, policy %q:\nstream %+v\njudge  %+v", trial, spec, len(in.Arrivals), ids, in.Policy, got, want)
 		}
 	}
 }
 
-// TestStreamJudgeOrder: an arrival with a status fed before the last one
-// of its identity is refused; other identities and transport errors may
-// come in any order.
-func TestStreamJudgeOrder(t *testing.T) {
+// TestStreamOrder: an arrival fed before the last one of its identity is
+// refused; other identities may come in any order.
+func TestStreamOrder(t *testing.T) {
 	x, _ := ParseExpect("token-bucket:burst=10,rate=5/s")
-	j := NewStreamJudge(*x, 0)
-	for _, a := range []Arrival{{Identity: 0, SendNs: 5e6, Status: 200}, {Identity: 1, SendNs: 1e6, Status: 200}, {Identity: 0, SendNs: 1e6, Status: 0}} {
+	j := NewStream(*x, 0)
+	for _, a := range []Arrival{{Identity: 0, SendNs: 5e6, Status: 200}, {Identity: 1, SendNs: 1e6, Status: 200}, {Identity: 0, SendNs: 6e6, Status: 0}} {
 		if err := j.Send(a); err != nil {
 			t.Fatalf("Send(%+v) = %v", a, err)
 		}
@@ -111,4 +120,26 @@ func TestStreamJudgeOrder(t *testing.T) {
 	if err := j.Done(Arrival{Identity: 0, DoneNs: 8e6, Status: 200}); !errors.Is(err, ErrOutOfOrder) {
 		t.Errorf("Done before the last done of its identity = %v, want ErrOutOfOrder", err)
 	}
+}
+
+// naiveCount replays every arrival through one fresh model of
+// p per identity, each identity's sends sorted: the oracle the one replay
+// is held against.
+func naiveCount(p limiter.Params, in Input) int64 {
+	per := map[int][]int64{}
+	for _, a := range in.Arrivals {
+		per[a.Identity%in.Identities] = append(per[a.Identity%in.Identities], a.SendNs)
+	}
+	var n int64
+	for _, sends := range per {
+		slices.Sort(sends)
+		l, _ := limiter.NewLimiter(p)
+		m := l.Model()
+		for _, s := range sends {
+			if m.Allow(in.StartMs+s/1e6, 1).Allowed {
+				n++
+			}
+		}
+	}
+	return n
 }

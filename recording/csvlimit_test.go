@@ -1,4 +1,4 @@
-package load
+package recording
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package load
+package recording
 
 import (
 	"bytes"
@@ -19,7 +19,10 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/limiter/model"
+	"github.com/ratelimit-dev/ratelimit/load"
+	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
 // simRequest is one request of a simulated run against a token bucket of
@@ -209,9 +212,9 @@ func writeVegeta(t testing.TB, rs []simRequest, encoding string) []byte {
 	return b.Bytes()
 }
 
-func mustExpect(t testing.TB, spec string) *Expectation {
+func mustExpect(t testing.TB, spec string) *judge.Expectation {
 	t.Helper()
-	x, err := ParseExpect(spec)
+	x, err := judge.ParseExpect(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,10 +223,10 @@ func mustExpect(t testing.TB, spec string) *Expectation {
 
 // judgeDirectly is what Judge says of the simulated run, as load's merge
 // would call it.
-func judgeDirectly(rs []simRequest, x *Expectation, ids int, jitterMs float64, policy string) Judged {
+func judgeDirectly(rs []simRequest, x *judge.Expectation, ids int, jitterMs float64, policy string) judge.Judged {
 	start := rs[0].send
 	index := map[string]int{}
-	var as []Arrival
+	var as []judge.Arrival
 	for _, r := range rs {
 		k, ok := index[r.identity]
 		if !ok {
@@ -233,10 +236,10 @@ func judgeDirectly(rs []simRequest, x *Expectation, ids int, jitterMs float64, p
 		if ids == 0 {
 			k = 0
 		}
-		as = append(as, Arrival{Identity: k, DueNs: int64(r.send.Sub(start)), SendNs: int64(r.send.Sub(start)), DoneNs: int64(r.done.Sub(start)), Status: r.status})
+		as = append(as, judge.Arrival{Identity: k, DueNs: int64(r.send.Sub(start)), SendNs: int64(r.send.Sub(start)), DoneNs: int64(r.done.Sub(start)), Status: r.status})
 	}
-	slices.SortStableFunc(as, func(a, b Arrival) int { return int(a.SendNs - b.SendNs) })
-	return Judge(*x, JudgeInput{Arrivals: as, Identities: max(ids, 1), StartMs: start.UnixMilli(), JitterMs: jitterMs, Policy: policy})
+	slices.SortStableFunc(as, func(a, b judge.Arrival) int { return int(a.SendNs - b.SendNs) })
+	return judge.Judge(*x, judge.Input{Arrivals: as, Identities: max(ids, 1), StartMs: start.UnixMilli(), JitterMs: jitterMs, Policy: policy})
 }
 
 // TestReadRecording: the same simulated run recorded by k6 and by vegeta
@@ -245,16 +248,16 @@ func judgeDirectly(rs []simRequest, x *Expectation, ids int, jitterMs float64, p
 func TestReadRecording(t *testing.T) {
 	rs := simRun(600, 1, 1)
 	x := mustExpect(t, "token-bucket:burst=10,rate=5/s")
-	read := func(t *testing.T, source string, data []byte, o RecordOptions) *Result {
+	read := func(t *testing.T, source string, data []byte, o RecordOptions) *tally.Result {
 		t.Helper()
 		o.Source, o.Name = source, "rec"
-		res, err := ReadRecording(bytes.NewReader(data), o)
+		res, err := Read(bytes.NewReader(data), o)
 		if err != nil {
-			t.Fatalf("ReadRecording(%s) = %v", source, err)
+			t.Fatalf("Read(%s) = %v", source, err)
 		}
 		return res
 	}
-	k6 := read(t, SourceK6, writeK6(t, rs, false), RecordOptions{Expect: x, MaxFailed: DefaultMaxFailed})
+	k6 := read(t, SourceK6, writeK6(t, rs, false), RecordOptions{Expect: x, MaxFailed: load.DefaultMaxFailed})
 	want := judgeDirectly(rs, x, 0, k6.Latency.P99, "")
 	if k6.Sent != 600 || k6.Planned != 600 || k6.Responses != 588 || k6.Errors["connection refused"] != 12 || k6.Completed != 600 {
 		t.Errorf("k6: sent %d planned %d responses %d errors %v", k6.Sent, k6.Planned, k6.Responses, k6.Errors)
@@ -322,8 +325,10 @@ func TestReadRecording(t *testing.T) {
 		want := judgeDirectly(rs, x, 3, 0, "")
 		k6 := read(t, SourceK6, writeK6(t, rs, false), RecordOptions{Expect: x, IdentityTag: "key", NoMaxFailed: true})
 		v := read(t, SourceVegeta, writeVegeta(t, rs, "gob"), RecordOptions{Expect: x, IdentityTag: "X-API-Key", NoMaxFailed: true})
-		for name, res := range map[string]*Result{"k6": k6, "vegeta": v} {
-			if res.Identities < 3 || res.Expect.Observed != want.Observed || res.Expect.Expected != want.Expected || !res.Expect.Pass {
+		for name, res := range map[string]*tally.Result{"k6": k6, "vegeta": v} {
+			// vegeta's errors are a fourth identity, whose fresh model
+			// admits them: the expected count may differ by as many
+			if res.Identities < 3 || res.Expect.Observed != want.Observed || abs(res.Expect.Expected-want.Expected) > res.Expect.Tol.Unknown || !res.Expect.Pass {
 				t.Errorf("%s: %d identities, expect %+v, want %+v", name, res.Identities, res.Expect, want)
 			}
 		}
@@ -351,7 +356,7 @@ func TestReadRecording(t *testing.T) {
 }
 
 // reflectEqualJudged compares two verdicts as a reader sees them.
-func reflectEqualJudged(a, b Judged) bool {
+func reflectEqualJudged(a, b judge.Judged) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return bytes.Equal(ja, jb)
@@ -395,7 +400,7 @@ func TestReadRecordingRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := tt.o
 			o.Source, o.Name = tt.source, "rec.json"
-			_, err := ReadRecording(strings.NewReader(tt.in), o)
+			_, err := Read(strings.NewReader(tt.in), o)
 			if err == nil {
 				t.Fatalf("ReadRecording succeeded, want an error with %q", tt.want)
 			}
@@ -422,7 +427,7 @@ func TestReadRecordingReorder(t *testing.T) {
 		window time.Duration
 		ok     bool
 	}{{time.Second, false}, {5 * time.Second, true}} {
-		res, err := ReadRecording(bytes.NewReader(writeK6(t, rs, false)), RecordOptions{Source: SourceK6, Name: "k6.json", Expect: x, ReorderWindow: tt.window, NoMaxFailed: true})
+		res, err := Read(bytes.NewReader(writeK6(t, rs, false)), RecordOptions{Source: SourceK6, Name: "k6.json", Expect: x, ReorderWindow: tt.window, NoMaxFailed: true})
 		switch {
 		case tt.ok && err != nil:
 			t.Errorf("window %s: %v", tt.window, err)
@@ -434,12 +439,17 @@ func TestReadRecordingReorder(t *testing.T) {
 			t.Errorf("window %s: %v, want a refusal naming the line", tt.window, err)
 		}
 	}
-	// a transport error that late is only counted: no model takes it
+	// a transport error is replayed like any request (the ideal limiter
+	// decides every request sent): that late, it is refused as a late
+	// response is; within the window it is judged
 	rs = simRun(200, 1, 4)
 	rs[49].done = rs[49].done.Add(3 * time.Second)
-	res, err := ReadRecording(bytes.NewReader(writeK6(t, rs, false)), RecordOptions{Source: SourceK6, Expect: x, ReorderWindow: time.Second})
+	if _, err := Read(bytes.NewReader(writeK6(t, rs, false)), RecordOptions{Source: SourceK6, Expect: x, ReorderWindow: time.Second}); err == nil || !strings.Contains(err.Error(), "raise --reorder-window") {
+		t.Errorf("late transport error, window 1s: %v, want a refusal", err)
+	}
+	res, err := Read(bytes.NewReader(writeK6(t, rs, false)), RecordOptions{Source: SourceK6, Expect: x, ReorderWindow: 5 * time.Second})
 	if err != nil || res.Errors["connection refused"] != 4 || res.Expect.Of != 200 {
-		t.Errorf("late transport error: %v, %+v", err, res)
+		t.Errorf("late transport error, window 5s: %v, %+v", err, res)
 	}
 }
 
@@ -454,7 +464,7 @@ func FuzzReadK6(f *testing.F) {
 	f.Add([]byte(`{0,"metric":"}`)) // the metric's name overlapping the line's end (once a slice out of range)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, spec := range []string{"token-bucket:burst=10,rate=5/s", "auto"} {
-			res, err := ReadRecording(bytes.NewReader(data), RecordOptions{Source: SourceK6, Name: "f", IdentityTag: "key", Expect: mustExpect(t, spec)})
+			res, err := Read(bytes.NewReader(data), RecordOptions{Source: SourceK6, Name: "f", IdentityTag: "key", Expect: mustExpect(t, spec)})
 			checkFuzzed(t, res, err)
 		}
 	})
@@ -470,13 +480,13 @@ func FuzzReadVegeta(f *testing.F) {
 	f.Add([]byte(`0"`)) // a CSV error on the first record (once FieldPos out of range)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, spec := range []string{"gcra:rate=5/s,burst=10", "auto"} {
-			res, err := ReadRecording(bytes.NewReader(data), RecordOptions{Source: SourceVegeta, Name: "f", IdentityTag: "X-API-Key", Expect: mustExpect(t, spec)})
+			res, err := Read(bytes.NewReader(data), RecordOptions{Source: SourceVegeta, Name: "f", IdentityTag: "X-API-Key", Expect: mustExpect(t, spec)})
 			checkFuzzed(t, res, err)
 		}
 	})
 }
 
-func checkFuzzed(t *testing.T, res *Result, err error) {
+func checkFuzzed(t *testing.T, res *tally.Result, err error) {
 	t.Helper()
 	if err != nil {
 		if exitcode.Code(err) != exitcode.Usage || strings.Contains(err.Error(), "\n") {
@@ -541,7 +551,7 @@ func TestVegetaGobMapCount(t *testing.T) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := ReadRecording(bytes.NewReader(out.Bytes()), RecordOptions{Source: SourceVegeta, Name: "v.bin"})
+	_, err := Read(bytes.NewReader(out.Bytes()), RecordOptions{Source: SourceVegeta, Name: "v.bin"})
 	runtime.ReadMemStats(&after)
 	if err == nil || !strings.Contains(err.Error(), "v.bin: record 1") {
 		t.Errorf("ReadRecording = %v, want record 1 refused", err)
@@ -549,4 +559,11 @@ func TestVegetaGobMapCount(t *testing.T) {
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
 		t.Errorf("reading it allocated %d MB: the claimed count sized a map", grew>>20)
 	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

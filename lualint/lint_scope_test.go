@@ -1,8 +1,10 @@
-package cluster
+package lualint
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/ratelimit-dev/ratelimit/lualint/lint"
 )
 
 // want is one expected finding: position, expression, a substring of the
@@ -15,7 +17,7 @@ type want struct {
 	when      string
 }
 
-func checkFindings(t *testing.T, src string, got []Finding, wants []want) {
+func checkFindings(t *testing.T, src string, got []lint.Finding, wants []want) {
 	t.Helper()
 	if len(got) != len(wants) {
 		t.Fatalf("Lint(%q) found %d findings, want %d: %+v", src, len(got), len(wants), got)
@@ -140,7 +142,7 @@ func TestLintBranches(t *testing.T) {
 		name  string
 		src   string
 		want  []want
-		notes []Note
+		notes []lint.Note
 	}{
 		{"if elseif else", `if ARGV[1] == 'a' then
   redis.call('GET', 'one')
@@ -163,7 +165,7 @@ end`, []want{{2, 41, "'x'", "string literal", "", "ARGV[1] (line 1) and not ARGV
 		{"key used in one branch only", `local n = redis.call('INCR', KEYS[1])
 if n > tonumber(ARGV[1]) then
   redis.call('SET', KEYS[2], 1, 'PX', 1000)
-end`, nil, []Note{{Line: 3, Column: 21, Key: "KEYS[2]", When: "n > tonumber(ARGV[1]) (line 2)"}}},
+end`, nil, []lint.Note{{Line: 3, Column: 21, Key: "KEYS[2]", When: "n > tonumber(ARGV[1]) (line 2)"}}},
 		{"key used in both arms is always used", `if ARGV[1] == '1' then
   redis.call('GET', KEYS[1])
 else
@@ -176,7 +178,7 @@ elseif ARGV[1] == 'b' then
   redis.call('DEL', k)
 else
   redis.call('GET', KEYS[1])
-end`, nil, []Note{
+end`, nil, []lint.Note{
 			{Line: 3, Column: 21, Key: "KEYS[2]", When: "ARGV[1] == 'a' (line 2), or when ARGV[1] ~= 'a' (line 2) and ARGV[1] == 'b' (line 4)"},
 			{Line: 7, Column: 21, Key: "KEYS[1]", When: "ARGV[1] ~= 'a' (line 2) and ARGV[1] ~= 'b' (line 4)"},
 		}},
@@ -191,7 +193,7 @@ end`, nil, nil},
 redis.call('DEL', KEYS[1])`, nil, nil},
 		{"keys of a loop over KEYS in a branch", `if ARGV[1] == 'reset' then
   for _, k in ipairs(KEYS) do redis.call('DEL', k) end
-end`, nil, []Note{{Line: 2, Column: 49, Key: "KEYS", When: "ARGV[1] == 'reset' (line 1)"}}},
+end`, nil, []lint.Note{{Line: 2, Column: 49, Key: "KEYS", When: "ARGV[1] == 'reset' (line 1)"}}},
 
 		// Values are followed branch by branch.
 		{"a branch that returns does not reach the call", `local k = KEYS[1]
@@ -199,7 +201,7 @@ if ARGV[1] then
   k = 'x:' .. k
   return redis.call('GET', KEYS[2])
 end
-return redis.call('GET', k)`, nil, []Note{{Line: 4, Column: 28, Key: "KEYS[2]", When: "ARGV[1] (line 2)"}}},
+return redis.call('GET', k)`, nil, []lint.Note{{Line: 4, Column: 28, Key: "KEYS[2]", When: "ARGV[1] (line 2)"}}},
 		{"a value set in one branch reaches the call", `local k = ARGV[1]
 if ARGV[2] then k = KEYS[1] end
 return redis.call('GET', k)`, []want{{3, 26, "k", "holding an ARGV value (line 1)", "", ""}}, nil},
@@ -230,11 +232,11 @@ return redis.call('GET', k)`, []want{{6, 26, "k", "holding an ARGV value (line 3
 }
 
 func TestNoteMessage(t *testing.T) {
-	n := Note{Line: 3, Key: "KEYS[2]", When: "ARGV[1] == 'x' (line 2)"}
+	n := lint.Note{Line: 3, Key: "KEYS[2]", When: "ARGV[1] == 'x' (line 2)"}
 	if got, want := n.Message(), "KEYS[2] is used only when ARGV[1] == 'x' (line 2)"; got != want {
 		t.Errorf("Message() = %q, want %q", got, want)
 	}
-	f := Finding{Call: "redis.call", Command: "GET", Arg: 1, Expr: "'x'", Reason: "a string literal", When: "ARGV[1] (line 1)"}
+	f := lint.Finding{Call: "redis.call", Command: "GET", Arg: 1, Expr: "'x'", Reason: "a string literal", When: "ARGV[1] (line 1)"}
 	if got, want := f.Message(), "redis.call(GET ...) argument 1: 'x' is a string literal, used only when ARGV[1] (line 1); pass the key in KEYS and use KEYS[i]"; got != want {
 		t.Errorf("Message() = %q, want %q", got, want)
 	}

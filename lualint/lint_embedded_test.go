@@ -1,11 +1,11 @@
-package cluster_test
+package lualint_test
 
 import (
 	"os"
 	"testing"
 
-	"github.com/ratelimit-dev/ratelimit/cluster"
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/lualint"
 )
 
 // TestLintEmbeddedScripts lints the sources the eval package really embeds
@@ -16,7 +16,7 @@ func TestLintEmbeddedScripts(t *testing.T) {
 		t.Fatal("limiter.Scripts() is empty")
 	}
 	for _, s := range scripts {
-		rep := cluster.Lint("eval/"+s.File, []byte(s.Source))
+		rep := lualint.Lint("eval/"+s.File, []byte(s.Source))
 		for _, f := range rep.Findings {
 			t.Errorf("%s:%d: %s", f.File, f.Line, f.Message())
 		}
@@ -33,7 +33,7 @@ func TestLintCatchesEvalSample(t *testing.T) {
 	if err != nil {
 		t.Skipf("eval sample not present: %v", err)
 	}
-	rep := cluster.Lint("literal_key.lua", src)
+	rep := lualint.Lint("literal_key.lua", src)
 	if len(rep.Findings) != 2 {
 		t.Fatalf("findings = %+v, want the INCR and GET of 'hits:' .. ARGV[1]", rep.Findings)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package lualint
 
 import (
 	"fmt"
@@ -156,4 +156,12 @@ var luaKeywords = map[string]bool{
 	"and": true, "break": true, "do": true, "else": true, "elseif": true, "end": true, "false": true,
 	"for": true, "function": true, "if": true, "in": true, "local": true, "nil": true, "not": true,
 	"or": true, "repeat": true, "return": true, "then": true, "true": true, "until": true, "while": true,
+}
+
+// shorten cuts a text a message quotes to 40 bytes.
+func shorten(s string) string {
+	if len(s) > 40 {
+		return s[:37] + "..."
+	}
+	return s
 }

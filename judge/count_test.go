@@ -1,4 +1,4 @@
-package load
+package judge
 
 import (
 	"strings"
@@ -31,12 +31,18 @@ func TestParseExpect(t *testing.T) {
 			t.Errorf("ParseExpect(%q): %v", tt.in, err)
 			continue
 		}
-		if x.Auto != tt.auto || !tt.auto && x.Params != tt.want {
+		if x.Auto != tt.auto || !tt.auto && (len(x.Parts) != 1 || x.Parts[0] != tt.want) {
 			t.Errorf("ParseExpect(%q) = %+v, want %+v auto %v", tt.in, x, tt.want, tt.auto)
 		}
 	}
+	if x, err := ParseExpect("token-bucket:burst=10,rate=5/s + fixed-window:limit=100,window=1m"); err != nil || len(x.Parts) != 2 {
+		t.Errorf("stacked models: %+v, %v", x, err)
+	}
+	if x, err := ParseExpect("none"); err != nil || !x.None || x.Judges() {
+		t.Errorf("none: %+v, %v", x, err)
+	}
 	bad := []struct{ in, msg string }{
-		{"", "unknown model"},
+		{"", "empty"},
 		{"leaky:rate=5/s", "unknown model"},
 		{"token-bucket", "needs burst"},
 		{"token-bucket:burst=10", "needs rate"},
@@ -85,35 +91,35 @@ func simulate(t *testing.T, p limiter.Params, n int, period time.Duration, ids i
 
 func TestJudgeTokenBucket(t *testing.T) {
 	p := limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}, Cost: 1}
-	x := Expectation{Spec: "token-bucket:burst=10,rate=5/s", Params: p}
+	x := Expectation{Spec: "token-bucket:burst=10,rate=5/s", Parts: []limiter.Params{p}}
 	arr := simulate(t, p, 600, 50*time.Millisecond, 1, 0, 1)
-	j := Judge(x, JudgeInput{Arrivals: arr, Identities: 1, StartMs: 1_000_000, JitterMs: 1})
+	j := Judge(x, Input{Arrivals: arr, Identities: 1, StartMs: 1_000_000, JitterMs: 1})
 	want := "allowed 159 of 600; expected 159 (token bucket 10 + 5/s over 29.95 s) ±2: pass"
 	if got := j.Line(); got != want {
 		t.Errorf("Line() = %q, want %q", got, want)
 	}
-	if j.Tol != (TolParts{Jitter: 1, Shift: 0, Rounding: 1}) {
+	if j.Tol != (Tolerance{Jitter: 1, Shift: 0, Rounding: 1}) {
 		t.Errorf("tolerance parts %+v", j.Tol)
 	}
 
 	// The same observation judged against a faster bucket fails.
 	fast := p
 	fast.Rate = rate.Rate{Count: 10, Per: time.Second}
-	j = Judge(Expectation{Spec: "fast", Params: fast}, JudgeInput{Arrivals: arr, Identities: 1, StartMs: 1_000_000, JitterMs: 1})
+	j = Judge(Expectation{Spec: "fast", Parts: []limiter.Params{fast}}, Input{Arrivals: arr, Identities: 1, StartMs: 1_000_000, JitterMs: 1})
 	if j.Pass || j.Expected < 300 {
 		t.Errorf("faster bucket: %s", j.Line())
 	}
 
 	// A target that decided 3 ms after the send (network time) still passes.
 	late := simulate(t, p, 600, 50*time.Millisecond, 1, 3, 5)
-	j = Judge(x, JudgeInput{Arrivals: late, Identities: 1, StartMs: 1_000_000, JitterMs: 5})
+	j = Judge(x, Input{Arrivals: late, Identities: 1, StartMs: 1_000_000, JitterMs: 5})
 	if !j.Pass {
 		t.Errorf("3 ms network time: %s (%+v)", j.Line(), j.Tol)
 	}
 
 	// Transport errors widen the tolerance, one per unknown outcome.
 	arr[10].Status, arr[11].Status = 0, 0
-	j = Judge(x, JudgeInput{Arrivals: arr, Identities: 1, StartMs: 1_000_000, JitterMs: 1})
+	j = Judge(x, Input{Arrivals: arr, Identities: 1, StartMs: 1_000_000, JitterMs: 1})
 	if j.Tol.Unknown != 2 || j.Tolerance != 4 || j.Of != 600 {
 		t.Errorf("with 2 unknown: tolerance %d parts %+v of %d", j.Tolerance, j.Tol, j.Of)
 	}
@@ -122,17 +128,17 @@ func TestJudgeTokenBucket(t *testing.T) {
 func TestJudgeIdentitiesScale(t *testing.T) {
 	p := limiter.Params{Algo: limiter.SlidingWindow, Limit: 100, Window: time.Minute, Cost: 1}
 	arr := simulate(t, p, 200, 50*time.Millisecond, 1, 0, 1)
-	j := Judge(Expectation{Spec: "s", Params: p}, JudgeInput{Arrivals: arr, Identities: 1, JitterMs: 1})
+	j := Judge(Expectation{Spec: "s", Parts: []limiter.Params{p}}, Input{Arrivals: arr, Identities: 1, JitterMs: 1})
 	if j.Expected != 100 || j.Observed != 100 || !j.Pass {
 		t.Errorf("one identity: %s", j.Line())
 	}
 	arr = simulate(t, p, 600, 10*time.Millisecond, 4, 0, 1)
-	j = Judge(Expectation{Spec: "s", Params: p}, JudgeInput{Arrivals: arr, Identities: 4, JitterMs: 1})
+	j = Judge(Expectation{Spec: "s", Parts: []limiter.Params{p}}, Input{Arrivals: arr, Identities: 4, JitterMs: 1})
 	if j.Expected != 400 || j.Observed != 400 || !j.Pass || !strings.Contains(j.Description, "x 4 identities") {
 		t.Errorf("four identities: %s", j.Line())
 	}
 	// Judged as one identity, the same observation fails.
-	j = Judge(Expectation{Spec: "s", Params: p}, JudgeInput{Arrivals: arr, Identities: 1, JitterMs: 1})
+	j = Judge(Expectation{Spec: "s", Parts: []limiter.Params{p}}, Input{Arrivals: arr, Identities: 1, JitterMs: 1})
 	if j.Pass {
 		t.Errorf("four identities judged as one: %s", j.Line())
 	}
@@ -144,7 +150,7 @@ func TestJudgeAuto(t *testing.T) {
 	auto := Expectation{Spec: "auto", Auto: true}
 	policy := `"default";q=10;w=2`
 
-	j := Judge(auto, JudgeInput{Arrivals: simulate(t, bucket, 600, 50*time.Millisecond, 1, 0, 1), Identities: 1, JitterMs: 1, Policy: policy})
+	j := Judge(auto, Input{Arrivals: simulate(t, bucket, 600, 50*time.Millisecond, 1, 0, 1), Identities: 1, JitterMs: 1, Policy: policy})
 	if !j.Pass || j.Fits != "token-bucket:burst=10,rate=5/s" || len(j.Readings) != 3 {
 		t.Errorf("bucket target: fits %q pass %v readings %+v", j.Fits, j.Pass, j.Readings)
 	}
@@ -152,59 +158,15 @@ func TestJudgeAuto(t *testing.T) {
 		t.Errorf("a window reading fits a bucket: %+v", j.Readings)
 	}
 
-	j = Judge(auto, JudgeInput{Arrivals: simulate(t, window, 600, 50*time.Millisecond, 1, 0, 1), Identities: 1, JitterMs: 1, Policy: policy})
+	j = Judge(auto, Input{Arrivals: simulate(t, window, 600, 50*time.Millisecond, 1, 0, 1), Identities: 1, JitterMs: 1, Policy: policy})
 	if !j.Pass || !strings.HasPrefix(j.Fits, "sliding-window") && !strings.HasPrefix(j.Fits, "fixed-window") || j.Readings[0].Fits {
 		t.Errorf("window target: fits %q readings %+v", j.Fits, j.Readings)
 	}
 
 	for _, pol := range []string{"", `"d";q=10`, `garbage`} {
-		j = Judge(auto, JudgeInput{Arrivals: simulate(t, window, 10, 50*time.Millisecond, 1, 0, 1), Identities: 1, Policy: pol})
+		j = Judge(auto, Input{Arrivals: simulate(t, window, 10, 50*time.Millisecond, 1, 0, 1), Identities: 1, Policy: pol})
 		if j.Pass || !strings.Contains(j.Note, "no RateLimit-Policy") {
 			t.Errorf("policy %q: %+v", pol, j)
-		}
-	}
-}
-
-func TestParseFlags(t *testing.T) {
-	h, err := ParseHeaders([]string{"x-api-key: abc", "Accept:  text/plain ", "X-Multi: 1", "x-multi: 2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.Get("X-Api-Key") != "abc" || h.Get("Accept") != "text/plain" || len(h["X-Multi"]) != 2 {
-		t.Errorf("ParseHeaders = %v", h)
-	}
-	for _, bad := range []string{"novalue", ": x", "bad name: x", "X: a\nb", "X: a\r\nEvil: 1", "X: a\rb", "X: a\x00b", "X: a\x01b", "X: \x7f", "X\r\nEvil: 1"} {
-		if _, err := ParseHeaders([]string{bad}); exitcode.Code(err) != exitcode.Usage {
-			t.Errorf("ParseHeaders(%q) = %v, want usage error", bad, err)
-		}
-	}
-
-	st, err := ParseStatuses("200, 429")
-	if err != nil || len(st) != 2 || st[0] != 200 || st[1] != 429 {
-		t.Errorf("ParseStatuses = %v, %v", st, err)
-	}
-	st, err = ParseStatuses("2xx,429")
-	if err != nil || len(st) != 101 || st[0] != 200 || st[99] != 299 {
-		t.Errorf("ParseStatuses(2xx) = %d codes, %v", len(st), err)
-	}
-	// any three-digit code is counted under its own code, so it may be expected
-	if st, err := ParseStatuses("999,6xx"); err != nil || len(st) != 101 || st[0] != 999 || st[100] != 699 {
-		t.Errorf("ParseStatuses(999,6xx) = %d codes, %v", len(st), err)
-	}
-	for _, bad := range []string{"", "ok", "1000", "99", "0xx", "-200", "+200"} {
-		if _, err := ParseStatuses(bad); exitcode.Code(err) != exitcode.Usage {
-			t.Errorf("ParseStatuses(%q) = %v, want usage error", bad, err)
-		}
-	}
-
-	for in, want := range map[string]float64{"1%": 0.01, "0.5%": 0.005, "0": 0, "0.02": 0.02, "100%": 1} {
-		if got, err := ParsePercent(in); err != nil || got != want {
-			t.Errorf("ParsePercent(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "-1%", "lots", "101%", "NaN"} {
-		if _, err := ParsePercent(bad); exitcode.Code(err) != exitcode.Usage {
-			t.Errorf("ParsePercent(%q) = %v, want usage error", bad, err)
 		}
 	}
 }
@@ -216,10 +178,7 @@ func TestExpectParamNames(t *testing.T) {
 		"token-bucket:burst=2000000000,rate=5/s": "token-bucket needs burst= from 1",
 		"gcra:rate=2000000/s,burst=5":            "gcra needs rate= greater than 0",
 	} {
-		x, err := ParseExpect(spec)
-		if err == nil {
-			err = x.validate()
-		}
+		_, err := ParseExpect(spec)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "--capacity") {
 			t.Errorf("--expect %s: %v, want an error containing %q", spec, err, want)
 		}
@@ -244,14 +203,14 @@ func TestJudgeExpectedPerSecond(t *testing.T) {
 		ids   int
 		first int64 // expected in second 0
 	}{
-		{"one identity", Expectation{Spec: "tb", Params: bucket}, 1, 14},
-		{"three identities", Expectation{Spec: "tb", Params: bucket}, 3, 20}, // ~7 arrivals each: all allowed
+		{"one identity", Expectation{Spec: "tb", Parts: []limiter.Params{bucket}}, 1, 14},
+		{"three identities", Expectation{Spec: "tb", Parts: []limiter.Params{bucket}}, 3, 20}, // ~7 arrivals each: all allowed
 		{"auto", Expectation{Spec: "auto", Auto: true}, 1, 14},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			arr := simulate(t, bucket, 200, 50*time.Millisecond, tt.ids, 0, 1) // 10 s of 20/s
-			j := Judge(tt.x, JudgeInput{Arrivals: arr, Identities: tt.ids, StartMs: 1_000_000, JitterMs: 1, Policy: `"default";q=10;w=2`})
+			j := Judge(tt.x, Input{Arrivals: arr, Identities: tt.ids, StartMs: 1_000_000, JitterMs: 1, Policy: `"default";q=10;w=2`})
 			per := j.ExpectedPerSecond
 			if len(per) != 10 || sum(per) != j.Expected {
 				t.Fatalf("expected per second %v (sum %d), want 10 seconds summing to %d", per, sum(per), j.Expected)
@@ -261,7 +220,7 @@ func TestJudgeExpectedPerSecond(t *testing.T) {
 			}
 		})
 	}
-	if j := Judge(Expectation{Spec: "tb", Params: bucket}, JudgeInput{Identities: 1}); j.ExpectedPerSecond != nil && len(j.ExpectedPerSecond) != 0 {
+	if j := Judge(Expectation{Spec: "tb", Parts: []limiter.Params{bucket}}, Input{Identities: 1}); j.ExpectedPerSecond != nil && len(j.ExpectedPerSecond) != 0 {
 		t.Errorf("no arrivals: expected per second %v, want none", j.ExpectedPerSecond)
 	}
 }

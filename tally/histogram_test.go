@@ -1,4 +1,4 @@
-package load
+package tally
 
 import (
 	"encoding/json"
@@ -58,11 +58,11 @@ func TestLatencyHistogram(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHistogram(int64(10 * time.Second / time.Microsecond))
+			h := NewHistogram(int64(10 * time.Second / time.Microsecond))
 			for _, d := range tt.samples {
-				record(h, d)
+				Record(h, d)
 			}
-			got := latencyHistogram(h)
+			got := HistogramOf(h)
 			if tt.want == nil {
 				if got != nil {
 					t.Fatalf("latencyHistogram of no samples = %+v, want nil", got)
@@ -87,9 +87,9 @@ func TestLatencyHistogram(t *testing.T) {
 }
 
 func TestLatencyHistogramJSON(t *testing.T) {
-	h := newHistogram(int64(time.Minute / time.Microsecond))
-	record(h, 3*time.Millisecond)
-	res := Result{Kind: "load", Version: 1, LatencyHistogram: latencyHistogram(h)}
+	h := NewHistogram(int64(time.Minute / time.Microsecond))
+	Record(h, 3*time.Millisecond)
+	res := Result{Kind: "load", Version: 1, LatencyHistogram: HistogramOf(h)}
 	data, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package cluster
+package lualint
 
 import (
 	"os"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/yuin/gopher-lua/ast"
 	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/ratelimit-dev/ratelimit/lualint/lint"
 )
 
 // checkAligned fails unless every leaf of the script's AST was placed on a
@@ -83,7 +85,7 @@ func TestLintConstructs(t *testing.T) {
 	if rep.Calls != 6 {
 		t.Errorf("Calls = %d, want 6", rep.Calls)
 	}
-	wantNote := Note{Line: 37, Column: 23, Key: "KEYS[2]", When: "mode == 'log' (line 36)"}
+	wantNote := lint.Note{Line: 37, Column: 23, Key: "KEYS[2]", When: "mode == 'log' (line 36)"}
 	if len(rep.Notes) != 1 || rep.Notes[0] != wantNote {
 		t.Errorf("notes = %+v, want [%+v]", rep.Notes, wantNote)
 	}

@@ -1,0 +1,64 @@
+package judge
+
+import (
+	"fmt"
+	"math"
+)
+
+// Tolerance is how far an admitted count may stray from the model's, in
+// named terms: Total = max(Jitter, Shift) + Rounding + Unknown. It is the
+// one tolerance of the tool: the whole run, each fault window and each
+// recovery span use it, each with the inputs its doc says.
+type Tolerance struct {
+	// Jitter is ceil(admission rate x identities x p99 latency): how many
+	// admissions the spread of network and queueing time can move
+	// across a refill or a window edge.
+	Jitter int64 `json:"jitter"`
+	// Shift is |the model's count over response-end times - its count
+	// over send times|: the target decided somewhere between the two,
+	// so a target that queues requests moves admissions by this much.
+	Shift int64 `json:"shift"`
+	// Rounding is 1 for the target's and the replay's millisecond clocks.
+	Rounding int64 `json:"rounding"`
+	// Unknown counts requests without a status: each may or may not have
+	// reached the limiter.
+	Unknown int64 `json:"unknown"`
+}
+
+// tolerance computes the terms: perSec is the model's long-run
+// admissions per second of one identity, p99Ms the latency that measures
+// decision-time spread, bySend and byDone the model's counts over send
+// and response-end times.
+func tolerance(perSec float64, identities int, p99Ms float64, bySend, byDone, unknown int64) Tolerance {
+	return Tolerance{
+		Jitter:   int64(math.Ceil(perSec * float64(max(identities, 1)) * p99Ms / 1000)),
+		Shift:    abs(byDone - bySend),
+		Rounding: 1,
+		Unknown:  unknown,
+	}
+}
+
+// Total is the tolerance: max(Jitter, Shift) + Rounding + Unknown.
+func (t Tolerance) Total() int64 { return max(t.Jitter, t.Shift) + t.Rounding + t.Unknown }
+
+// Dominant names the larger of the two timing terms: "jitter" (the
+// latency's spread) or "shift" (the target deciding after the send).
+func (t Tolerance) Dominant() string {
+	if t.Shift > t.Jitter {
+		return "shift"
+	}
+	return "jitter"
+}
+
+// String shows the sum: "±4 = max(jitter 2, shift 3) + rounding 1 +
+// unknown 0".
+func (t Tolerance) String() string {
+	return fmt.Sprintf("±%d = max(jitter %d, shift %d) + rounding %d + unknown %d", t.Total(), t.Jitter, t.Shift, t.Rounding, t.Unknown)
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,132 @@
+package load
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ratelimit-dev/ratelimit/judge"
+	"github.com/ratelimit-dev/ratelimit/tally"
+)
+
+// LatenessWarn is the scheduling lateness p99 above which the generator is
+// reported as behind even when nothing was dropped.
+const LatenessWarn = 10 * time.Millisecond
+
+// finish folds the VUs' tallies into res and judges the run: the
+// thresholds, the admitted count (or, for a segment, what the merge needs
+// to judge it), the faults, and the verdict from the check list.
+func (e *engine) finish(res *tally.Result, vus []*vu, late *hdrhistogram.Histogram) {
+	o := e.o
+	sum := tally.New(e.st, e.maxLat)
+	var arrivals []judge.Arrival
+	if e.record {
+		n := 0
+		for _, v := range vus {
+			n += len(v.arrivals)
+		}
+		arrivals = make([]judge.Arrival, 0, n)
+	}
+	for _, v := range vus {
+		sum.Merge(v.t)
+		arrivals = append(arrivals, v.arrivals...)
+		v.arrivals = nil // the copy is all the verdict needs
+		res.BytesIn += v.bytesIn.Load()
+		res.BytesOut += v.bytesOut.Load()
+	}
+	res.BytesIn += e.bytesIn.Load()
+	res.BytesOut += e.bytesOut.Load()
+	// The timeline has every second of the run, empty ones included.
+	last := int(o.Duration/time.Second) - 1
+	if o.Duration%time.Second != 0 {
+		last++
+	}
+	sum.Fill(res, last, o.HeaderMode, "")
+	res.Lateness = tally.LatencyOf(late)
+	res.Shares()
+	switch {
+	case (res.Interrupted || res.Aborted) && res.ElapsedS > 0:
+		res.AchievedRate = float64(res.Sent) / min(res.ElapsedS, res.DurationS)
+	case res.DurationS > 0:
+		res.AchievedRate = float64(res.Sent) / res.DurationS
+	}
+
+	e.generator(res)
+	e.thresholds(res)
+	switch {
+	case o.Segment.Count > 1:
+		// the verdict on the admitted count is the merge's: it replays
+		// every segment's arrivals (an identity's requests may come
+		// from several segments)
+		res.Segment = e.segmentInfo(arrivals, sum.Lat, sum.FromDue, late)
+	case o.Expect.Judges() && !res.Interrupted && !res.Aborted:
+		j := judge.Judge(*o.Expect, judge.Input{
+			Arrivals:   arrivals,
+			Identities: max(o.Identities, 1),
+			StartMs:    e.startWall.UnixMilli(),
+			JitterMs:   res.Latency.P99,
+			Policy:     res.Headers.PolicyValue,
+		})
+		res.Expect = &j
+	}
+	if o.Faults != nil {
+		res.Faults = e.judgeFaults(arrivals, res.Headers.PolicyValue, res.Latency.P99)
+	}
+	res.Settle()
+}
+
+// generator decides whether the generator, not the target, fell behind.
+func (e *engine) generator(res *tally.Result) {
+	var why []string
+	if res.DroppedNoVU > 0 {
+		why = append(why, fmt.Sprintf("%d iterations dropped: all %d VUs were busy when they fell due (raise --max-vus; the target's p99 is %.1f ms)",
+			res.DroppedNoVU, res.VUs.Max, res.Latency.P99))
+	}
+	if res.DroppedLate > 0 {
+		why = append(why, fmt.Sprintf("%d iterations dropped: the generator was more than %s late to start them (CPU starved?)",
+			res.DroppedLate, MaxLateness))
+	}
+	if p := res.Lateness.P99; p > float64(LatenessWarn/time.Millisecond) {
+		why = append(why, fmt.Sprintf("scheduling lateness p99 %.1f ms is above %s", p, LatenessWarn))
+	}
+	res.Generator = tally.GenStat{FellBehind: len(why) > 0, Reasons: why}
+}
+
+// thresholds judges --max-failed and every --threshold on the finished
+// run. The one that stopped the run (--abort-on-fail) fails whatever the
+// counts of what ran say, and carries the reason.
+func (e *engine) thresholds(res *tally.Result) {
+	res.JudgeThresholds(e.checks)
+	if res.Aborted && e.abortIdx < len(res.Thresholds) {
+		c := &res.Thresholds[e.abortIdx]
+		res.AbortReason = e.abortWhy
+		c.Aborted, c.Pass = true, false
+		c.Message = fmt.Sprintf("threshold %s: %s; stopped the run (%s)", c.ID, c.Actual, e.abortWhy)
+	}
+}
+
+// segmentInfo is what the engine records of a segmented run.
+func (e *engine) segmentInfo(arrivals []judge.Arrival, lat, fromDue, late *hdrhistogram.Histogram) *tally.SegmentInfo {
+	o := e.o
+	si := &tally.SegmentInfo{Index: o.Segment.Index, Count: o.Segment.Count, TotalPlanned: e.sched.Total(),
+		FirstLatenessMs: float64(e.firstLate.Microseconds()) / 1000}
+	if !o.StartAt.IsZero() {
+		t := o.StartAt.UTC()
+		si.StartAt = &t
+	}
+	if o.Expect.Judges() {
+		si.Expect = o.Expect.Spec
+		si.Arrivals = tally.PackArrivals(sortedBySend(arrivals))
+	}
+	si.Histograms = tally.SegmentHistograms{Latency: tally.EncodeHDR(lat), LatencyFromDue: tally.EncodeHDR(fromDue), Lateness: tally.EncodeHDR(late)}
+	return si
+}
+
+// sortedBySend sorts arrivals by send time, in place, and returns them.
+func sortedBySend(as []judge.Arrival) []judge.Arrival {
+	slices.SortStableFunc(as, func(a, b judge.Arrival) int { return cmp.Compare(a.SendNs, b.SendNs) })
+	return as
+}
