@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
 // TestBadInputs runs the bad inputs of the safety review through the whole
@@ -47,6 +49,27 @@ func TestBadInputs(t *testing.T) {
 		{"refused with password", []string{"eval", "--redis", "redis://u:" + pw + "@" + closed, "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Unreachable, ""},
 		{"port 99999", []string{"eval", "--redis", "redis://127.0.0.1:99999", "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Usage, ""},
 		{"negative timeout", []string{"eval", "--redis-timeout", "-1s", "--redis", "embedded", "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Usage, ""},
+		// URLs the parser or go-redis refuses (issue 26): no query value,
+		// unknown option name or userinfo in the error
+		{"pwd query option", []string{"eval", "--redis", "redis://" + closed + "/0?pwd=" + pw, "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Usage, "not a go-redis option"},
+		{"secret as option name", []string{"eval", "--redis", "redis://" + closed + "/0?" + pw + "=1", "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Usage, "not a go-redis option"},
+		{"secret as option name in REDIS_URL", []string{"eval", "k", "--capacity", "5", "--rate", "1/s"}, map[string]string{"REDIS_URL": "redis://" + closed + "/0?db=0&" + pw + "=1"}, exitcode.Usage, "REDIS_URL"},
+		{"password with a space", []string{"eval", "--redis", "redis://u:" + pw + " AB@" + closed, "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Usage, "redis://xxxxx@"},
+		{"password with a quote", []string{"eval", "--redis", "redis://u:" + pw + `"AB@` + closed, "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Usage, "redis://xxxxx@"},
+		{"password with a <", []string{"eval", "--redis", "redis://u:" + pw + "<AB@" + closed, "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Usage, "redis://xxxxx@"},
+		{"password with a backtick", []string{"keyslot", "--redis", "redis://u:" + pw + "`AB@" + closed, "k"}, nil, exitcode.Usage, "redis://xxxxx@"},
+		{"fault-redis password with a space", []string{"load", "--target", "http://" + closed + "/", "--rate", "1/s", "--duration", "3s", "--fault", "pause:1s@1s", "--fault-redis", "redis://u:" + pw + " AB@" + closed}, nil, exitcode.Usage, ""},
+		{"load target password with a space", []string{"load", "--target", "http://u:" + pw + " AB@" + closed + "/", "--rate", "1/s", "--duration", "1s"}, nil, exitcode.Usage, ""},
+		{"probe target password with a space", []string{"probe", "http://u:" + pw + " AB@" + closed + "/"}, nil, exitcode.Usage, ""},
+		{"probe target api_key with a space", []string{"probe", "http://" + closed + "/x?api_key=" + pw + " AB"}, nil, exitcode.Unreachable, ""},
+		{"load target api_key", []string{"load", "--target", "http://" + closed + "/x?api_key=" + pw + "&sig=" + pw, "--rate", "1/s", "--duration", "1s"}, nil, exitcode.Unreachable, ""},
+		// client options that would allocate without bound (issue 26)
+		{"pool_size a billion", []string{"eval", "--redis", "redis://" + closed + "/0?pool_size=1000000000", "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Usage, "ceiling of 10000"},
+		{"min_idle_conns a million", []string{"race", "--redis", "redis://" + closed + "/0?min_idle_conns=1000000"}, nil, exitcode.Usage, "ceiling of 10000"},
+		{"tls-ca /dev/zero", []string{"eval", "--redis", "rediss://" + closed, "--tls-ca", "/dev/zero", "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Usage, "regular file"},
+		{"tls-ca fifo", []string{"eval", "--redis", "rediss://" + closed, "--tls-ca", fifo, "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Usage, "regular file"},
+		{"tls-cert fifo", []string{"eval", "--redis", "rediss://" + closed, "--tls-cert", fifo, "--tls-key", empty, "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Usage, "regular file"},
+		{"tls-key /dev/zero", []string{"eval", "--redis", "rediss://" + closed, "--tls-cert", empty, "--tls-key", "/dev/zero", "k", "--capacity", "5", "--rate", "1/s"}, nil, exitcode.Usage, "regular file"},
 		// files that never end or block
 		{"eval script /dev/zero", []string{"eval", "--redis", "embedded", "--script", "/dev/zero", "k", ","}, nil, exitcode.Usage, "regular file"},
 		{"eval script fifo", []string{"eval", "--redis", "embedded", "--script", fifo, "k", ","}, nil, exitcode.Usage, "regular file"},
@@ -116,4 +139,99 @@ func TestBadInputs(t *testing.T) {
 		})
 	}
 	_ = os.Remove(fifo)
+}
+
+// TestScriptsExportNeverFollowsLinks (issue 26): scripts --export DIR
+// followed a symbolic link in DIR and overwrote its target outside DIR.
+// Now a name that exists in DIR is refused (exit 2) before anything is
+// written; --force replaces the link itself through a temporary file and
+// a rename, and the link's target is never written.
+func TestScriptsExportNeverFollowsLinks(t *testing.T) {
+	scripts := limiter.Scripts()
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "victim.txt")
+	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	link := filepath.Join(dir, scripts[0].File)
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(dir, scripts[1].File)
+	created := filepath.Join(outside, "created.txt")
+	if err := os.Symlink(created, dangling); err != nil {
+		t.Fatal(err)
+	}
+	untouched := func(when string) {
+		t.Helper()
+		if b, err := os.ReadFile(victim); err != nil || string(b) != "precious" {
+			t.Errorf("%s: the link's target outside DIR holds %.40q... (%v), want it untouched", when, b, err)
+		}
+		if _, err := os.Lstat(created); err == nil {
+			t.Errorf("%s: a file was created outside DIR through a dangling link", when)
+		}
+	}
+
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "scripts", "--export", dir); code != exitcode.Usage {
+		t.Errorf("scripts --export DIR with links in it: exit %d, want 2 (stderr %q)", code, tf.ErrOut.String())
+	}
+	if msg := tf.ErrOut.String(); !strings.Contains(msg, "--force") || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
+		t.Errorf("stderr %q, want one line pointing at --force", msg)
+	}
+	untouched("without --force")
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("DIR holds %d entries after the refusal, want only the 2 links (nothing written before refusing)", len(entries))
+	}
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "scripts", scripts[1].Name, "--export", dir); code != exitcode.Usage {
+		t.Errorf("scripts NAME --export DIR onto a dangling link: exit %d, want 2", code)
+	}
+	untouched("one script onto a dangling link")
+
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "scripts", "--export", dir, "--force"); code != exitcode.OK {
+		t.Fatalf("scripts --export DIR --force: exit %d (stderr %q)", code, tf.ErrOut.String())
+	}
+	untouched("with --force")
+	for _, sc := range scripts {
+		p := filepath.Join(dir, sc.File)
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s after --force: %v, %v; want a regular file (the link replaced)", p, fi, err)
+			continue
+		}
+		if b, _ := os.ReadFile(p); string(b) != sc.Source {
+			t.Errorf("%s does not hold the script", p)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != len(scripts) {
+		t.Errorf("DIR holds %d entries, want the %d scripts (no temporary file left)", len(entries), len(scripts))
+	}
+	// a second export into the same DIR: refused, then replaced with --force
+	if code := newTestFactory(t).execute(t, "scripts", "--export", dir); code != exitcode.Usage {
+		t.Errorf("second scripts --export DIR: exit %d, want 2", code)
+	}
+	if code := newTestFactory(t).execute(t, "scripts", "--force"); code != exitcode.Usage {
+		t.Errorf("scripts --force without --export: exit %d, want 2", code)
+	}
+}
+
+// TestSandboxBadTMPDIR (issue 26): sandbox with TMPDIR pointing nowhere
+// exited 4 (an internal bug); it is bad input, exit 2, naming TMPDIR.
+func TestSandboxBadTMPDIR(t *testing.T) {
+	redistest.Require(t)
+	missing := filepath.Join(t.TempDir(), "no", "such", "dir")
+	t.Setenv("TMPDIR", missing)
+	tf := newTestFactory(t)
+	code := tf.execute(t, "sandbox", "--for", "1s")
+	msg := strings.TrimSpace(tf.ErrOut.String())
+	if code != exitcode.Usage || !strings.HasPrefix(msg, "error: TMPDIR "+missing) || strings.Contains(msg, "\n") {
+		t.Errorf("sandbox with TMPDIR=%s: exit %d, stderr %q; want exit 2 and one line naming TMPDIR", missing, code, msg)
+	}
+	if tf.Out.Len() != 0 {
+		t.Errorf("sandbox printed %q, want no URL", tf.Out.String())
+	}
 }

@@ -182,8 +182,20 @@ func New(ctx context.Context, plan Plan, opts Options) (*Injector, error) {
 	}
 	redisconn.Quiet()
 	in.ctl = in.client(t.Network, t.Addr)
+	if plan.Has(Pause) || plan.Has(PauseWrite) {
+		// never play a pause over another client's (nor end it)
+		if err := in.foreignPause(ctx); err != nil {
+			_ = in.ctl.Close()
+			return nil, err
+		}
+	}
 	if err := in.ctl.Ping(ctx).Err(); err != nil {
 		_ = in.ctl.Close()
+		// a PING that timed out may be held by another client's pause
+		// (a second run with --fault while the first holds its pause)
+		if perr := in.foreignPause(ctx); perr != nil {
+			return nil, perr
+		}
 		return nil, connectErr("connect --fault-redis "+t.Shown, err)
 	}
 	if plan.Has(Failover) {
@@ -253,7 +265,7 @@ func (in *Injector) what(s Spec) string {
 	case Pause:
 		return fmt.Sprintf("holds every client's commands for %s (CLIENT PAUSE ALL, renewed every %s)", s.For, pauseSlice)
 	case PauseWrite:
-		return fmt.Sprintf("holds write commands for %s (CLIENT PAUSE WRITE, then CLIENT UNPAUSE)", s.For)
+		return fmt.Sprintf("holds write commands for %s (CLIENT PAUSE WRITE in %s slices, renewed until it ends)", s.For, pauseSlice)
 	case DropClients:
 		return "closes every normal client connection (CLIENT KILL TYPE normal SKIPME yes)"
 	case FlushScripts:
@@ -372,19 +384,9 @@ func (in *Injector) inject(ctx context.Context, s Spec) (Outcome, error) {
 	}
 	switch s.Kind {
 	case Pause:
-		return in.pause(ctx, o)
+		return in.pause(ctx, o, pauseAll)
 	case PauseWrite:
-		if err := in.ctl.Do(ctx, "CLIENT", "PAUSE", s.For.Milliseconds(), "WRITE").Err(); err != nil {
-			return o, in.wrap("CLIENT PAUSE WRITE", err)
-		}
-		o.Start = in.clock.Now()
-		o.Detail = "write commands held"
-		return o, in.register(s, func(ctx context.Context) (time.Time, error) {
-			if err := in.ctl.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
-				return in.clock.Now(), in.wrap("CLIENT UNPAUSE", err)
-			}
-			return in.clock.Now(), nil
-		})
+		return in.pause(ctx, o, pauseWrite)
 	case DropClients:
 		n, err := in.ctl.Do(ctx, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Int64()
 		if err != nil {
@@ -510,38 +512,70 @@ func (in *Injector) answered(ctx context.Context) (time.Time, error) {
 	}
 }
 
-// pause starts a CLIENT PAUSE ALL in slices on a connection of its own.
-func (in *Injector) pause(ctx context.Context, o Outcome) (Outcome, error) {
-	conn, err := in.dialer()(ctx, in.target.Network, in.target.Addr)
-	if err != nil {
-		return o, connectErr("connect --fault-redis "+in.target.Shown, err)
+// pause starts a CLIENT PAUSE of mode (pauseAll or pauseWrite) in slices
+// on a connection of its own, unless another client's pause is in force.
+func (in *Injector) pause(ctx context.Context, o Outcome, mode string) (Outcome, error) {
+	if err := in.foreignPause(ctx); err != nil {
+		return o, err
 	}
-	if tc := in.tlsConfig(); tc != nil {
-		c := tls.Client(conn, tc)
-		if err := c.HandshakeContext(ctx); err != nil {
-			_ = conn.Close()
-			return o, redisconn.Wrap("TLS handshake with "+in.target.Shown, err)
-		}
-		conn = c
+	conn, err := in.rawConn(ctx)
+	if err != nil {
+		return o, err
 	}
 	slice := min(pauseSlice, o.Spec.For)
 	ro := in.target.opts
-	p, err := startPause(conn, ro.Username, ro.Password, slice, in.timeout)
+	p, err := startPause(conn, ro.Username, ro.Password, mode, slice, in.timeout)
 	if err != nil {
 		_ = conn.Close()
 		return o, in.wrap("pause", err)
 	}
 	o.Start = in.clock.Now()
 	o.Detail = "every client's commands held"
+	if mode == pauseWrite {
+		o.Detail = "write commands held"
+	}
 	return o, in.register(o.Spec, func(ctx context.Context) (time.Time, error) {
 		perr := p.end()
 		// the slice in force lapses by itself: the server answers when it has
 		end, err := in.answered(ctx)
+		if err == nil && mode == pauseWrite {
+			end, err = in.writable(ctx, p)
+		}
 		if err == nil && perr != nil {
 			err = perr
 		}
 		return end, err
 	})
+}
+
+// writable waits until the target runs what a WRITE pause holds again
+// (EVALSHA of no script, which changes nothing) and returns when it did.
+// An ACL user without EVALSHA waits out the last slice and the server's
+// tick.
+func (in *Injector) writable(ctx context.Context, p *pauser) (time.Time, error) {
+	for {
+		pctx, cancel := context.WithTimeout(ctx, in.timeout+pauseSlice)
+		err := in.ctl.EvalSha(pctx, noScript, nil).Err()
+		cancel()
+		var rerr redis.Error
+		switch {
+		case err == nil || redisconn.Classify(err) == redisconn.NoScript:
+			return in.clock.Now(), nil
+		case errors.As(err, &rerr):
+			// refused (NOPERM, scripts disabled): the last slice lapses
+			// by itself, within the server's timer tick
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Until(p.lapses().Add(100 * time.Millisecond))):
+			}
+			return in.clock.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return in.clock.Now(), exitcode.Unreachablef("%s did not take scripts or writes again: %v", in.target.Shown, err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 func (in *Injector) tlsConfig() *tls.Config {

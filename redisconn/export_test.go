@@ -8,3 +8,6 @@ func WithDefault(o Options, url string, probe time.Duration) Options {
 	o.probeTimeout = probe
 	return o
 }
+
+// Showable reports whether an error may name a query option.
+var Showable = showable

@@ -70,3 +70,33 @@ func FuzzPasswordNotShown(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRefusedURLShowsNoQuery (issue 26): an error about a Redis URL never
+// shows a query value, nor a query option name go-redis does not take.
+func FuzzRefusedURLShowsNoQuery(f *testing.F) {
+	f.Add("pwd", "S3cr3tPW", "")
+	f.Add("S3cr3tPW", "1", "&db=0")
+	f.Add("dial_timeout", "S3cr3tPW", "")
+	f.Add("pool_size", "S3cr3tPW", "&x=1")
+	f.Fuzz(func(t *testing.T, name, value, rest string) {
+		raw := "redis://127.0.0.1:1/0?" + name + "=" + value + rest
+		if strings.ContainsAny(name+value, "&;#=%+") || strings.ContainsFunc(raw, unicode.IsControl) || strings.Contains(rest, "#") {
+			return
+		}
+		err := redisconn.Check(redisconn.Options{URL: raw, Source: "--redis"})
+		if err == nil {
+			return
+		}
+		msg := err.Error()
+		if len(value) >= 6 && strings.Count(raw, value) == 1 && !strings.Contains("redis://127.0.0.1:1/0? --redis URL", value) && strings.Contains(msg, value) {
+			t.Fatalf("Check(%q) = %q shows the query value", raw, msg)
+		}
+		if len(name) >= 6 && strings.Count(raw, name) == 1 && strings.Contains(msg, name) && !redisconn.Showable(name) {
+			// unless the message says it anyway (a word of its own)
+			other := redisconn.Check(redisconn.Options{URL: strings.Replace(raw, name, "zqzqzq", 1), Source: "--redis"})
+			if other == nil || !strings.Contains(other.Error(), name) {
+				t.Fatalf("Check(%q) = %q names %q, which is not go-redis's", raw, msg, name)
+			}
+		}
+	})
+}

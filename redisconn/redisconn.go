@@ -14,10 +14,9 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"regexp"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +31,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/secret"
+	"github.com/ratelimit-dev/ratelimit/userfile"
 )
 
 // EmbeddedURL is the special --redis value that selects the in-process server.
@@ -225,7 +225,9 @@ const wantURL = "want redis://host:port/db (user:password before the host, if an
 // quietly complete with localhost:6379 (no host, an empty port). Error
 // messages never contain the password, whether or not the URL parses.
 func parse(raw string, opts Options) (*redis.Options, error) {
-	shown := Redact(raw)
+	// an error about the URL shows no userinfo, query value, unknown
+	// option name or fragment, parsed or not (secret.RefusedURL)
+	shown := secret.RefusedURL(raw, showable)
 	if strings.ContainsFunc(shown, unicode.IsControl) {
 		// url.Parse refuses control characters; show them escaped, on one line
 		shown = strconv.Quote(shown)
@@ -264,12 +266,20 @@ func parse(raw string, opts Options) (*redis.Options, error) {
 		}
 		return nil, exitcode.Usagef("unsupported Redis URL scheme %q in %s; want redis://, rediss://, unix:// or embedded", u.Scheme, shown)
 	}
+	if u.Fragment != "" || u.RawFragment != "" {
+		// go-redis ignores it; what follows a '#' is most often the rest
+		// of a password, and a document would show it
+		return nil, bad("it has a fragment (#...), which no Redis URL has; write a '#' in a password as %%23")
+	}
 	ro, err := redis.ParseURL(raw)
 	if err != nil {
 		return nil, bad("%s", reason(err, u))
 	}
 	if ro.DB < 0 {
 		return nil, bad("database %d is negative", ro.DB)
+	}
+	if err := checkSizes(ro, opts, shown); err != nil {
+		return nil, err
 	}
 	ro.DialTimeout = opts.Timeout
 	if ro.DialTimeout == 0 {
@@ -294,9 +304,11 @@ func parse(raw string, opts Options) (*redis.Options, error) {
 	}
 	tc.MinVersion = tls.VersionTLS12
 	if opts.TLSCA != "" {
-		pem, err := os.ReadFile(opts.TLSCA)
+		// a FIFO would block and /dev/zero never end: regular files only,
+		// of a certificate's size
+		pem, err := userfile.Read(opts.TLSCA, "--tls-ca", userfile.MaxTLS)
 		if err != nil {
-			return nil, exitcode.Usagef("read --tls-ca: %v", err)
+			return nil, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -308,7 +320,15 @@ func parse(raw string, opts Options) (*redis.Options, error) {
 		return nil, exitcode.Usagef("--tls-cert and --tls-key go together")
 	}
 	if opts.TLSCert != "" {
-		pair, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		certPEM, err := userfile.Read(opts.TLSCert, "--tls-cert", userfile.MaxTLS)
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := userfile.Read(opts.TLSKey, "--tls-key", userfile.MaxTLS)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, exitcode.Usagef("load --tls-cert/--tls-key: %v", err)
 		}
@@ -345,50 +365,159 @@ func reason(err error, u *url.URL) string {
 	if msg == "" {
 		msg = "it does not parse"
 	}
-	return secret.Redact(scrub(msg, u))
+	return secret.Redact(scrubQuery(scrub(msg, u), u))
 }
 
-var optionName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,31}$`)
-
-// unexpectedOptions names the query options go-redis refused, showing only
-// names that look like option names.
+// unexpectedOptions says which query options go-redis refused without
+// naming any that is not one of go-redis's own names: a name is the
+// user's text and may be a misplaced password ("?pwd=...", "?S3cr3t=1",
+// "?:pw@h"). Those are counted by their place in the query, with a hint
+// when the name looks like a credential or is close to an option.
 func unexpectedOptions(u *url.URL) string {
 	if u == nil {
-		return "unexpected query option"
+		return "unexpected query option (not shown: it may be a secret)"
 	}
-	var names []string
-	hidden := 0
-	for k := range u.Query() {
+	var named, places, hints []string
+	parts := strings.Split(u.RawQuery, "&")
+	for i, part := range parts {
+		name, _, _ := strings.Cut(part, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
 		switch {
-		case knownOption(k):
-		case optionName.MatchString(k):
-			names = append(names, k)
+		case part == "" || queryOptions[name]:
+		case refusedNames[name] != "":
+			named = append(named, name+" ("+refusedNames[name]+")")
 		default:
-			hidden++
+			places = append(places, strconv.Itoa(i+1))
+			switch near := nearestOption(name); {
+			case secret.IsCredentialParam(name):
+				hints = append(hints, "a password goes in the URL's userinfo (user:password before the host)")
+			case near != "":
+				hints = append(hints, "did you mean "+near+"?")
+			}
 		}
 	}
-	sort.Strings(names)
-	switch {
-	case len(names) > 0 && hidden == 0:
-		return "unexpected query option " + strings.Join(names, ", ")
-	case len(names) > 0:
-		return fmt.Sprintf("unexpected query options %s and %d more (not shown)", strings.Join(names, ", "), hidden)
+	var out []string
+	if len(named) > 0 {
+		out = append(out, "unexpected query option "+strings.Join(named, ", "))
 	}
-	return "unexpected query option (not shown: it does not look like an option name)"
+	if len(places) > 0 {
+		s := fmt.Sprintf("query option %s of %d is not a go-redis option (its name is not shown: it may be a secret", places[0], len(parts))
+		if len(places) > 1 {
+			s = fmt.Sprintf("query options %s and %s of %d are not go-redis options (their names are not shown: they may be secrets",
+				strings.Join(places[:len(places)-1], ", "), places[len(places)-1], len(parts))
+		}
+		slices.Sort(hints)
+		if hints = slices.Compact(hints); len(hints) > 0 {
+			s += "; " + strings.Join(hints, "; ")
+		}
+		out = append(out, s+")")
+	}
+	if len(out) == 0 {
+		return "unexpected query option (not shown: it may be a secret)"
+	}
+	return strings.Join(out, "; ")
 }
 
-// knownOption reports whether go-redis takes k as a URL query option.
-func knownOption(k string) bool {
-	switch k {
-	case "protocol", "client_name", "max_retries", "min_retry_backoff", "max_retry_backoff",
-		"dial_timeout", "read_timeout", "write_timeout", "pool_fifo", "pool_size", "pool_timeout",
-		"min_idle_conns", "max_idle_conns", "max_active_conns", "conn_max_idle_time", "conn_max_lifetime",
-		"idle_timeout", "max_age", "skip_verify", "db", "addr", "password", "username",
-		"identity_suffix", "unstable_resp3", "context_timeout_enabled", "read_buffer_size", "write_buffer_size",
-		"dialer_retries", "dialer_retry_timeout", "idle_check_frequency":
-		return true
+// queryOptions are the query options go-redis (v9.23, setupConnParams)
+// reads from a URL.
+var queryOptions = map[string]bool{
+	"db": true, "protocol": true, "client_name": true, "max_retries": true, "min_retry_backoff": true, "max_retry_backoff": true,
+	"dial_timeout": true, "read_timeout": true, "write_timeout": true, "pool_fifo": true, "pool_size": true, "pool_timeout": true,
+	"min_idle_conns": true, "max_idle_conns": true, "max_active_conns": true, "max_concurrent_dials": true,
+	"pipeline_pool_size": true, "pipeline_read_buffer_size": true, "pipeline_write_buffer_size": true,
+	"conn_max_idle_time": true, "idle_timeout": true, "conn_max_lifetime": true, "max_conn_age": true,
+	"conn_max_lifetime_jitter": true, "skip_verify": true,
+}
+
+// refusedNames are go-redis's own names (fields of its Options, options
+// of its older releases) that it refuses as query options: safe to name,
+// with what to do instead.
+var refusedNames = map[string]string{
+	"password": "the password goes in the URL's userinfo, user:password before the host",
+	"username": "the user name goes in the URL's userinfo, user:password before the host",
+	"addr":     "the address is the URL's host and port", "network": "the scheme says it: redis://, rediss:// or unix://",
+	"read_buffer_size": "not a URL option of go-redis v9", "write_buffer_size": "not a URL option of go-redis v9",
+	"dialer_retries": "not a URL option of go-redis v9", "dialer_retry_timeout": "not a URL option of go-redis v9",
+	"identity_suffix": "not a URL option of go-redis v9", "unstable_resp3": "not a URL option of go-redis v9",
+	"context_timeout_enabled": "not a URL option of go-redis v9", "idle_check_frequency": "not a URL option of go-redis v9",
+}
+
+// showable reports whether a query option name may be shown in an error:
+// one of go-redis's own names, never the user's free text.
+func showable(name string) bool { return queryOptions[name] || refusedNames[name] != "" }
+
+// nearestOption returns the go-redis option within two edits of name
+// ("pool_sise": pool_size), or "". Short names match nothing: a
+// suggestion must not spell out most of what the user typed.
+func nearestOption(name string) string {
+	if len(name) < 5 {
+		return ""
 	}
-	return false
+	best, bestD := "", 3
+	for o := range queryOptions {
+		// ties go to the first in sorted order, whatever the map's
+		if d := editDistance(strings.ToLower(name), o, 3); d < bestD || d == bestD && d < 3 && o < best {
+			best, bestD = o, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, or max when it is
+// at least max.
+func editDistance(a, b string, max int) int {
+	if d := len(a) - len(b); d >= max || -d >= max {
+		return max
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c = 1 + min(prev[j-1], prev[j], cur[j-1])
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], max)
+}
+
+// Ceilings of the size-like client options of a URL: a pool of a
+// billion connections is an out-of-memory crash before any dial.
+const (
+	MaxPoolSize   = 10000   // pool_size, min/max_idle_conns, max_active_conns, max_concurrent_dials, pipeline_pool_size
+	MaxBufferSize = 1 << 20 // pipeline_read_buffer_size, pipeline_write_buffer_size: 1 MiB
+)
+
+// checkSizes refuses (exit 2) a size-like client option above its
+// ceiling, naming the option and the ceiling.
+func checkSizes(ro *redis.Options, opts Options, shown string) error {
+	for _, o := range []struct {
+		name, unit string
+		v, max     int
+	}{
+		{"pool_size", "connections", ro.PoolSize, MaxPoolSize},
+		{"min_idle_conns", "connections", ro.MinIdleConns, MaxPoolSize},
+		{"max_idle_conns", "connections", ro.MaxIdleConns, MaxPoolSize},
+		{"max_active_conns", "connections", ro.MaxActiveConns, MaxPoolSize},
+		{"max_concurrent_dials", "dials", ro.MaxConcurrentDials, MaxPoolSize},
+		{"pipeline_pool_size", "connections", ro.PipelinePoolSize, MaxPoolSize},
+		{"pipeline_read_buffer_size", "bytes (1 MiB)", ro.PipelineReadBufferSize, MaxBufferSize},
+		{"pipeline_write_buffer_size", "bytes (1 MiB)", ro.PipelineWriteBufferSize, MaxBufferSize},
+	} {
+		if o.v > o.max {
+			return exitcode.Usagef("%s %s: %s is above the ceiling of %d %s; pass %s=%d or less", urlName(opts), shown, o.name, o.max, o.unit, o.name, o.max)
+		}
+	}
+	return nil
 }
 
 // Redact returns the URL with any password replaced by "xxxxx", whether
@@ -416,11 +545,31 @@ func scrub(msg string, u *url.URL) string {
 		}
 	}
 	for k, vs := range u.Query() {
-		if secret.IsSecretParam(k) {
+		if secret.IsCredentialParam(k) {
 			for _, v := range vs {
 				if v != "" {
 					msg = strings.ReplaceAll(msg, v, secret.Mask)
 				}
+			}
+		}
+	}
+	return msg
+}
+
+// scrubQuery removes from a parser's complaint about a URL every query
+// value and every name that is not an option's, should the parser have
+// echoed them (short ones would mask words of the message itself).
+func scrubQuery(msg string, u *url.URL) string {
+	if u == nil {
+		return msg
+	}
+	for k, vs := range u.Query() {
+		if !showable(k) && len(k) >= 3 {
+			msg = strings.ReplaceAll(msg, k, secret.Mask)
+		}
+		for _, v := range vs {
+			if len(v) >= 3 {
+				msg = strings.ReplaceAll(msg, v, secret.Mask)
 			}
 		}
 	}

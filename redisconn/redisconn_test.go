@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -230,6 +231,48 @@ func TestTLS(t *testing.T) {
 		t.Errorf("--tls-skip-verify: %v", err)
 	} else {
 		c2.Close()
+	}
+	// a client certificate and key, read through the bounded reader
+	c3, err := redisconn.Open(context.Background(), redisconn.Options{URL: sb.URL, TLSCA: ca, TLSCert: cert, TLSKey: key})
+	if err != nil {
+		t.Errorf("--tls-cert/--tls-key: %v", err)
+	} else {
+		c3.Close()
+	}
+}
+
+// TestTLSFilesBounded (issue 26): --tls-ca /dev/zero grew without bound
+// and a FIFO hung: every TLS file is a regular file of at most 1 MiB,
+// refused with one exit-2 line otherwise, before any connection.
+func TestTLSFilesBounded(t *testing.T) {
+	dir := t.TempDir()
+	ca, cert, key := writeCerts(t, dir)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.pem")
+	if err := os.WriteFile(big, make([]byte, 1<<20+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct{ path, want string }{{"/dev/zero", "not a regular file"}, {fifo, "not a regular file"}, {dir, "not a regular file"}, {big, "ceiling"}} {
+		for _, o := range []redisconn.Options{
+			{TLSCA: bad.path, TLSCert: cert, TLSKey: key},
+			{TLSCA: ca, TLSCert: bad.path, TLSKey: key},
+			{TLSCA: ca, TLSCert: cert, TLSKey: bad.path},
+		} {
+			o.URL, o.Source = "rediss://127.0.0.1:1", "--redis"
+			done := make(chan error, 1)
+			go func() { done <- redisconn.Check(o) }()
+			select {
+			case err := <-done:
+				if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), bad.want) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("Check(ca %s, cert %s, key %s) = %v, want one exit-2 line saying %q", o.TLSCA, o.TLSCert, o.TLSKey, err, bad.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Check(ca %s, cert %s, key %s) did not return", o.TLSCA, o.TLSCert, o.TLSKey)
+			}
+		}
 	}
 }
 

@@ -306,3 +306,66 @@ func TestServerWithoutInfoSections(t *testing.T) {
 		t.Errorf("Server = %+v, notice %q; want a standalone server and no notice", c.Server, notice.String())
 	}
 }
+
+// TestRefusedURLsShowNoSecret (issue 26): an error about a URL the parser
+// or go-redis refuses never shows a query value, a query option name
+// that is not go-redis's own, or anything between "//" and the last '@'.
+func TestRefusedURLsShowNoSecret(t *testing.T) {
+	const pw = "S3cr3tPW"
+	for _, tt := range []struct {
+		url  string
+		want string // in the error
+	}{
+		{"redis://127.0.0.1/0?pwd=" + pw, "query option 1 of 1 is not a go-redis option"},
+		{"redis://127.0.0.1/0?" + pw + "=1", "its name is not shown"},
+		{"redis://127.0.0.1/0?db=0&" + pw + "=1&x" + pw + "=2", "query options 2 and 3 of 3"},
+		{"redis://127.0.0.1/0?pool_sise=" + pw, "did you mean pool_size?"},
+		{"redis://127.0.0.1/0?password=" + pw, "unexpected query option password"},
+		{"redis://127.0.0.1/0?dial_timeout=" + pw, "invalid dial_timeout duration"},
+		{"redis://u:" + pw + " AB@127.0.0.1", "redis://xxxxx@127.0.0.1"},
+		{"redis://u:" + pw + "\"AB@127.0.0.1", "redis://xxxxx@127.0.0.1"},
+		{"redis://u:" + pw + "<AB@127.0.0.1", "redis://xxxxx@127.0.0.1"},
+		{"redis://u:" + pw + "`AB@127.0.0.1", "redis://xxxxx@127.0.0.1"},
+		{"redis://" + pw + " x@127.0.0.1", "redis://xxxxx@127.0.0.1"},
+		{"redis://:" + pw, "redis://:xxxxx"}, // a password without its '@', read as a port
+		{"redis://127.0.0.1/0#" + pw, "#xxxxx"},
+	} {
+		err := redisconn.Check(redisconn.Options{URL: tt.url, Source: "--redis"})
+		if exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("Check(%q) = %v, want exit 2", tt.url, err)
+			continue
+		}
+		msg := err.Error()
+		for _, bad := range []string{pw, "AB@", "u:"} {
+			if strings.Contains(msg, bad) {
+				t.Errorf("Check(%q) = %q shows %q", tt.url, msg, bad)
+			}
+		}
+		if !strings.Contains(msg, tt.want) || strings.Contains(msg, "\n") {
+			t.Errorf("Check(%q) = %q, want one line saying %q", tt.url, msg, tt.want)
+		}
+	}
+}
+
+// TestSizeOptionCeilings (issue 26): a pool of a billion connections was
+// an out-of-memory crash; every size-like client option has a ceiling,
+// refused with exit 2 naming it, before anything is allocated or dialled.
+func TestSizeOptionCeilings(t *testing.T) {
+	for _, opt := range []string{"pool_size", "min_idle_conns", "max_idle_conns", "max_active_conns", "max_concurrent_dials", "pipeline_pool_size"} {
+		u := "redis://127.0.0.1:1/0?" + opt + "=1000000000"
+		err := redisconn.Check(redisconn.Options{URL: u, Source: "--redis"})
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), opt+" is above the ceiling of 10000") {
+			t.Errorf("Check(%q) = %v, want exit 2 naming %s and the ceiling 10000", u, err, opt)
+		}
+		ok := "redis://127.0.0.1:1/0?" + opt + "=10000"
+		if err := redisconn.Check(redisconn.Options{URL: ok, Source: "--redis"}); err != nil {
+			t.Errorf("Check(%q) = %v, want the ceiling itself accepted", ok, err)
+		}
+	}
+	for _, opt := range []string{"pipeline_read_buffer_size", "pipeline_write_buffer_size"} {
+		u := "redis://127.0.0.1:1/0?" + opt + "=1073741824"
+		if err := redisconn.Check(redisconn.Options{URL: u}); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), opt+" is above the ceiling of 1048576") {
+			t.Errorf("Check(%q) = %v, want exit 2 naming %s and the ceiling", u, err, opt)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -67,6 +68,40 @@ func (e *markedError) Is(target error) bool {
 // configErr returns a one-line configuration error.
 func configErr(format string, args ...any) error {
 	return &markedError{msg: fmt.Sprintf(format, args...), marks: []error{ErrConfig}}
+}
+
+// tempDirHint says what to do about a temporary directory that is not
+// one: the servers' data lives there.
+const tempDirHint = "set TMPDIR to a writable directory (the servers' data lives there) or unset it"
+
+// tempDirName names the temporary directory as the user set it.
+func tempDirName() string {
+	if v := os.Getenv("TMPDIR"); v != "" {
+		return "TMPDIR " + os.TempDir()
+	}
+	return "the temporary directory " + os.TempDir()
+}
+
+// checkTempDir refuses, as bad input (ErrConfig), a temporary directory
+// that is missing or not a directory (TMPDIR pointing nowhere).
+func checkTempDir() error {
+	st, err := os.Stat(os.TempDir())
+	switch {
+	case err != nil:
+		return &markedError{msg: fmt.Sprintf("%s: %v; %s", tempDirName(), pathErr(err), tempDirHint), marks: []error{ErrConfig}, cause: err}
+	case !st.IsDir():
+		return configErr("%s is not a directory; %s", tempDirName(), tempDirHint)
+	}
+	return nil
+}
+
+// pathErr is err without the path a *fs.PathError repeats.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // ErrNoServer means no redis-server or valkey-server binary was found.
@@ -230,6 +265,9 @@ func launch(ctx context.Context, cfg Config) (*Sandbox, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if err := checkTempDir(); err != nil {
+		return nil, err
+	}
 	removeStale(os.TempDir())
 	// Free ports are found by binding and releasing them, so another
 	// process can take one before the server binds it; a start that fails
@@ -265,7 +303,8 @@ func start(ctx context.Context, cfg Config, bin string) (sb *Sandbox, err error)
 	}
 	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("create sandbox dir: %w", err)
+		// a temporary directory that cannot be written is bad input
+		return nil, &markedError{msg: fmt.Sprintf("create sandbox dir in %s: %v; %s", tempDirName(), pathErr(err), tempDirHint), marks: []error{ErrConfig}, cause: err}
 	}
 	sb = &Sandbox{Dir: dir, Cluster: cfg.Primaries > 0, Product: productOf(bin), cfg: cfg}
 	defer func() {

@@ -5,16 +5,20 @@ package secret
 
 import (
 	"net/url"
+	"slices"
 	"strings"
+	"unicode"
 )
 
 // Mask replaces a hidden secret.
 const Mask = "xxxxx"
 
-// URL returns raw with the password of its userinfo and every secret
-// query parameter masked. It never fails: text that does not parse as a
-// URL is masked by Redact's rules, so a malformed URL (a forgotten scheme,
-// "redis:pw@host", "redis:/:pw@host") never shows its password.
+// URL returns raw with the password of its userinfo and the values of
+// its credential query parameters (IsCredentialParam, in the query and in
+// the fragment) masked, everything else as typed. It never fails: text
+// that does not parse as a URL is masked as one URL (a password holding a
+// space or a quote is masked whole), so a malformed URL (a forgotten
+// scheme, "redis:pw@host", "redis:/:pw@host") never shows its password.
 func URL(raw string) string {
 	if raw == "" {
 		return raw
@@ -26,34 +30,216 @@ func URL(raw string) string {
 	// userinfo and the reader's apart: mask as typed, too.
 	if err != nil || u.Opaque != "" || u.Host == "" || (u.User == nil && strings.Contains(raw, "@")) ||
 		strings.ContainsRune(u.Path+u.RawQuery+u.Fragment, '@') {
-		return Redact(raw)
+		return malformedURL(raw)
 	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			if IsSecretParam(k) {
-				q[k] = []string{Mask}
-			}
-		}
-		u.RawQuery = q.Encode()
-	}
+	// mask in place: everything else stays as typed (u.String() would
+	// re-spell it), so URL(URL(s)) == URL(s)
+	prefix, rest := schemePrefix(raw)
 	if u.User != nil {
+		at := strings.LastIndexByte(rest, '@')
+		head := rest[:at]
 		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), Mask)
+			user, _, _ := strings.Cut(head, ":")
+			head = user + ":" + Mask
 		} else if u.User.Username() != "" {
 			// go-redis takes a lone userinfo as the password
-			u.User = url.User(Mask)
+			head = Mask
 		}
+		prefix, rest = prefix+head+"@", rest[at+1:]
 	}
-	return strings.Replace(u.String(), url.QueryEscape(Mask), Mask, -1)
+	rest, fragment, hasFragment := strings.Cut(rest, "#")
+	if before, query, ok := strings.Cut(rest, "?"); ok {
+		rest = before + "?" + Query(query)
+	}
+	if hasFragment {
+		// an OAuth implicit grant returns its access_token in the fragment
+		rest += "#" + maskParams(fragment, "?&;#")
+	}
+	return prefix + rest
 }
 
-// IsSecretParam reports whether a URL query parameter carries a secret
-// (password=, sentinel_password=, passwd, pass, token, secret).
+// Query returns a raw query string ("a=1&api_key=k") with the value of
+// every credential parameter (IsCredentialParam) masked; names, order,
+// separators and every other parameter stay as typed. Parameters are
+// separated by '&' or ';', and by a stray '?' ("a=1?key=k" masks k).
+func Query(raw string) string {
+	return maskParams(raw, "?&;")
+}
+
+// maskParams masks the values of the credential parameters of s, whose
+// parameters are separated by any byte of seps.
+func maskParams(s, seps string) string {
+	return hide(s, paramValues(s, seps))
+}
+
+// paramValues returns where the non-empty values of the credential
+// parameters of s are, its parameters separated by any byte of seps.
+func paramValues(s, seps string) [][2]int {
+	var out [][2]int
+	for i := 0; i <= len(s); {
+		end := strings.IndexAny(s[i:], seps)
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += i
+		}
+		if eq := strings.IndexByte(s[i:end], '='); eq >= 0 && i+eq+1 < end && IsCredentialParam(s[i:i+eq]) {
+			out = append(out, [2]int{i + eq + 1, end})
+		}
+		i = end + 1
+	}
+	return out
+}
+
+// hide replaces each stretch of s that one or more of the ranges cover
+// (overlapping or touching ranges make one stretch) with Mask.
+func hide(s string, ranges [][2]int) string {
+	if len(ranges) == 0 {
+		return s
+	}
+	covered := make([]bool, len(s))
+	for _, r := range ranges {
+		for i := r[0]; i < r[1]; i++ {
+			covered[i] = true
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		if !covered[i] {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		for i < len(s) && covered[i] {
+			i++
+		}
+		b.WriteString(Mask)
+	}
+	return b.String()
+}
+
+// malformedURL masks raw, one URL that does not parse (or parses other
+// than a reader would read it), as one word: its userinfo runs from the
+// scheme to the last '@' whatever it holds, so a password with a space, a
+// quote or a '<' is masked whole; only a user name of plain characters
+// before the first ':' is kept. The values of credential parameters are
+// masked wherever the query starts, '@' or not ("?pwd=p@ss" masks p@ss,
+// not only p): both masks apply.
+func malformedURL(raw string) string {
+	if faultSpec(raw) {
+		return raw // the toolkit's own "pause:2s@3s", not a URL
+	}
+	prefix, rest := schemePrefix(raw)
+	ranges := paramValues(rest, "?&;#")
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+		from := 0
+		if user, _, ok := strings.Cut(rest[:at], ":"); ok && plainUser(user) && !strings.HasSuffix(prefix, ":/") {
+			from = len(user) + 1
+		}
+		ranges = append(ranges, [2]int{from, at})
+	}
+	return prefix + hide(rest, ranges)
+}
+
+// schemePrefix splits a leading "scheme://", "scheme:/" or "//" off s.
+// A "word:" without a slash stays: in "ops:pw@host" (the scheme
+// forgotten) it is the user name.
+func schemePrefix(s string) (prefix, rest string) {
+	if strings.HasPrefix(s, "//") {
+		return "//", s[2:]
+	}
+	if i := strings.IndexByte(s, ':'); i > 0 && isScheme(s[:i]) {
+		switch {
+		case strings.HasPrefix(s[i:], "://"):
+			return s[:i+3], s[i+3:]
+		case strings.HasPrefix(s[i:], ":/"):
+			return s[:i+2], s[i+2:]
+		}
+	}
+	return "", s
+}
+
+func isScheme(s string) bool {
+	for j := 0; j < len(s); j++ {
+		c := s[j]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || j > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// plainUser reports whether a user name is plain enough to show: letters,
+// digits and "-._~" only (no separator a password could hide behind).
+func plainUser(s string) bool {
+	for j := 0; j < len(s); j++ {
+		c := s[j]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// IsSecretParam reports whether a parameter in free text ("password=pw",
+// sentinel_password=, passwd, pass, token, secret, auth) carries a
+// secret. Inside a URL's query, IsCredentialParam's wider list applies.
 func IsSecretParam(k string) bool {
 	k = strings.ToLower(k)
 	for _, w := range []string{"pass", "secret", "token", "auth"} {
 		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// CredentialParams are the query parameter names whose values are
+// credentials in practice (API keys, signatures of signed URLs, tokens),
+// matched case-insensitively with '-' and '.' read as '_'. The README's
+// Safety section lists them.
+var CredentialParams = []string{
+	"key", "apikey", "api_key", "sig", "signature", "token", "access_token", "auth", "authorization",
+	"password", "passwd", "pwd", "pass", "secret", "client_secret", "credential", "credentials",
+	"session", "sessionid", "session_id", "jwt",
+}
+
+// CredentialSuffixes end the names of credential parameters too
+// (private_key, x-amz-signature, refresh_token, app_secret).
+var CredentialSuffixes = []string{"_key", "_token", "_secret", "_signature", "_sig", "_password", "_pwd", "_credential", "apikey"}
+
+// IsCredentialParam reports whether a URL query parameter named name
+// carries a credential: a name of CredentialParams, one ending in one of
+// CredentialSuffixes (or, in camel case, in Key, Token, Secret, Signature
+// or Password: apiKey, clientSecret), or one IsSecretParam takes. The name
+// is read percent-decoded, case-insensitively, with '-', '.', '[' and ']'
+// as '_' (x-api-key, auth[api_key]).
+func IsCredentialParam(name string) bool {
+	if n, err := url.QueryUnescape(name); err == nil {
+		name = n
+	}
+	name = strings.TrimSpace(name)
+	if IsSecretParam(name) {
+		return true
+	}
+	for _, s := range []string{"Key", "Token", "Secret", "Signature", "Password"} {
+		if i := len(name) - len(s); i > 0 && name[i:] == s && name[i-1] >= 'a' && name[i-1] <= 'z' {
+			return true
+		}
+	}
+	n := strings.Trim(strings.Map(func(r rune) rune {
+		switch r {
+		case '-', '.', '[', ']':
+			return '_'
+		}
+		return unicode.ToLower(r)
+	}, name), "_")
+	if slices.Contains(CredentialParams, n) {
+		return true
+	}
+	for _, s := range CredentialSuffixes {
+		if strings.HasSuffix(n, s) {
 			return true
 		}
 	}
@@ -82,8 +268,32 @@ func Redact(s string) string {
 			b.WriteByte(s[i])
 		}
 		start = i + 1
+		if i >= len(s) || s[i] != '"' {
+			continue
+		}
+		if n := quotedURL(s[start:]); n > 0 {
+			// a quoted URL (Go's url.Error: Get "http://h/?k=a b": ...)
+			// is one URL, spaces and all
+			b.WriteString(URL(s[start : start+n]))
+			i = start + n - 1
+			start = i + 1
+		}
 	}
 	return b.String()
+}
+
+// quotedURL returns the length of the URL ("scheme://...") that s opens,
+// up to the '"' that closes it on the same line, or 0.
+func quotedURL(s string) int {
+	i := strings.Index(s, "://")
+	if i <= 0 || !isScheme(s[:i]) {
+		return 0
+	}
+	end := strings.IndexAny(s, "\"\n")
+	if end < 0 || s[end] != '"' {
+		return 0
+	}
+	return end
 }
 
 func isSep(c byte) bool {
@@ -95,29 +305,30 @@ func isSep(c byte) bool {
 }
 
 func redactWord(w string) string {
+	var ranges [][2]int
 	if at := strings.LastIndexByte(w, '@'); at > 0 && !faultSpec(w) {
-		head, tail := w[:at], w[at:]
-		prefix := ""
+		head := w[:at]
+		start := 0
 		// keep a scheme and its slashes: "redis://", "redis:/", "http://"
 		keepUser := true
 		if i := strings.Index(head, "://"); i >= 0 {
-			prefix, head = head[:i+3], head[i+3:]
+			start = i + 3
 		} else if i := schemeSlash(head); i > 0 {
 			// "redis:/:pw@h" is malformed: which part is the user is
 			// a guess, so mask all of it
-			prefix, head, keepUser = head[:i], head[i:], false
+			start, keepUser = i, false
 		}
-		if user, _, ok := strings.Cut(head, ":"); ok && keepUser {
-			head = user + ":" + Mask
-		} else if head != "" {
-			head = Mask
+		if user, _, ok := strings.Cut(head[start:], ":"); ok && keepUser {
+			start += len(user) + 1
 		}
-		w = prefix + head + tail
+		ranges = append(ranges, [2]int{start, at})
 	}
 	if strings.Contains(w, "=") {
-		w = redactParams(w)
+		// both masks apply: "?pwd=p@ss" hides p@ss, not only what comes
+		// before the '@'
+		ranges = append(ranges, secretValues(w)...)
 	}
-	return w
+	return hide(w, ranges)
 }
 
 // schemeSlash returns the length of a leading "scheme:/" (one slash), or 0.
@@ -135,33 +346,38 @@ func schemeSlash(s string) int {
 	return i + 2
 }
 
-// redactParams masks the values of secret parameters in a word such as
-// "redis://h:1/0?password=pw&db=1" or "password=pw".
-func redactParams(w string) string {
-	var b strings.Builder
+// secretValues returns where the values of secret parameters are in a
+// word such as "redis://h:1/0?password=pw&db=1" or "password=pw".
+func secretValues(w string) [][2]int {
+	var out [][2]int
 	i := 0
 	for i < len(w) {
 		eq := strings.IndexByte(w[i:], '=')
 		if eq < 0 {
-			b.WriteString(w[i:])
 			break
 		}
 		eq += i
-		// the parameter name runs back to '?', '&', ';', ',', ':' or the
-		// word start ("token-bucket:burst=10" names burst, not a token)
-		ks := strings.LastIndexAny(w[:eq], "?&;,:") + 1
+		// the parameter name runs back to '?', '&', '#', ';', ',', ':' or
+		// the word start ("token-bucket:burst=10" names burst, not a token)
+		ks := strings.LastIndexAny(w[:eq], "?&#;,:") + 1
 		if ks < i {
 			ks = i
 		}
-		b.WriteString(w[i : eq+1])
-		end := strings.IndexAny(w[eq+1:], "&;")
+		// in a URL's query or fragment ("?api_key=", "&sig=") the wider
+		// list of credential names applies; in free text ("key=value")
+		// only the names that always mean a secret
+		secretName := IsSecretParam
+		if ks > 0 && (strings.IndexByte("?&#", w[ks-1]) >= 0 || w[ks-1] == ';' && strings.ContainsAny(w[:ks], "?#")) {
+			secretName = IsCredentialParam
+		}
+		end := strings.IndexAny(w[eq+1:], "&;#")
 		if end < 0 {
 			end = len(w)
 		} else {
 			end += eq + 1
 		}
-		if IsSecretParam(w[ks:eq]) && end > eq+1 {
-			b.WriteString(Mask)
+		if secretName(w[ks:eq]) && end > eq+1 {
+			out = append(out, [2]int{eq + 1, end})
 			i = end
 			continue
 		}
@@ -169,7 +385,7 @@ func redactParams(w string) string {
 		// read on from just after the '='
 		i = eq + 1
 	}
-	return b.String()
+	return out
 }
 
 // faultKinds are the fault kinds of load --fault (package fault): a word
@@ -213,4 +429,61 @@ func durationText(s string) bool {
 		}
 	}
 	return true
+}
+
+// RefusedURL is how an error about a URL that is refused (it does not
+// parse, or a client library rejects it) shows it: the scheme, host, port
+// and path as typed, with nothing between the scheme's slashes and the
+// last '@' (the userinfo, whatever it holds), no query value, no query
+// parameter name that known does not accept, no fragment and no port
+// that is not a number. known may be nil (no name is shown).
+func RefusedURL(raw string, known func(name string) bool) string {
+	prefix, rest := schemePrefix(raw)
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+		if strings.ContainsAny(rest[:at], "?#") && at+1 < len(rest) {
+			// the '@' stands in the query or fragment: what follows is
+			// a value, not a host
+			return prefix + Mask + "@" + Mask
+		}
+		prefix, rest = prefix+Mask+"@", rest[at+1:]
+	}
+	rest, fragment, hasFragment := strings.Cut(rest, "#")
+	rest, query, hasQuery := strings.Cut(rest, "?")
+	hostport, path, hasPath := strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && i > strings.LastIndexByte(hostport, ']') {
+		if port := hostport[i+1:]; strings.ContainsFunc(port, func(r rune) bool { return r < '0' || r > '9' }) {
+			hostport = hostport[:i+1] + Mask // "redis://:pw" read as a port
+		}
+	}
+	var b strings.Builder
+	b.WriteString(prefix + hostport)
+	if hasPath {
+		b.WriteString("/" + path)
+	}
+	if hasQuery {
+		b.WriteByte('?')
+		for i, part := range strings.Split(query, "&") {
+			if i > 0 {
+				b.WriteByte('&')
+			}
+			name, value, hasValue := strings.Cut(part, "=")
+			if n, err := url.QueryUnescape(name); err != nil || known == nil || !known(n) {
+				name = Mask
+			}
+			b.WriteString(name)
+			if hasValue {
+				b.WriteByte('=')
+				if value != "" {
+					b.WriteString(Mask)
+				}
+			}
+		}
+	}
+	if hasFragment {
+		b.WriteByte('#')
+		if fragment != "" {
+			b.WriteString(Mask)
+		}
+	}
+	return b.String()
 }

@@ -1,6 +1,7 @@
 package secret
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -52,7 +53,8 @@ func TestURL(t *testing.T) {
 		{"unix:///run/redis.sock", "unix:///run/redis.sock"},
 		// found by FuzzPasswordNotShown: the parser takes "@0" for the
 		// authority and the rest for a fragment
-		{"//@0#:S3cr3tPW@0", "//@0#:xxxxx@0"},
+		// (masked as one word up to the last '@': more than the password)
+		{"//@0#:S3cr3tPW@0", "//xxxxx@0"},
 		{"redis://h:1/0?x=a:S3cr3tPW@h", "redis://h:xxxxx@h"}, // ambiguous: masks more
 	}
 	for _, tt := range tests {
@@ -95,4 +97,148 @@ func FuzzRedact(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestURLCredentialParams: the values of credential query parameters of
+// a target URL are masked (issue 26), whatever their case or spelling;
+// everything else stays as typed, in its order.
+func TestURLCredentialParams(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"http://h/lim?api_key=S3cr3t", "http://h/lim?api_key=xxxxx"},
+		{"https://h:8443/x?b=2&key=S3cr3t&a=1", "https://h:8443/x?b=2&key=xxxxx&a=1"}, // order kept
+		{"http://h/x?sig=S3cr3t;q=1", "http://h/x?sig=xxxxx;q=1"},
+		{"http://h/x?Signature=S3cr3t&X-Amz-Signature=S3cr3t&X-Amz-Credential=AKIA%2F1&X-Amz-Security-Token=S3cr3t&X-Amz-Date=20260101",
+			"http://h/x?Signature=xxxxx&X-Amz-Signature=xxxxx&X-Amz-Credential=xxxxx&X-Amz-Security-Token=xxxxx&X-Amz-Date=20260101"},
+		{"http://h/x?APIKEY=S3cr3t&apiKey=S3cr3t&x-api-key=S3cr3t&api%5Fkey=S3cr3t", "http://h/x?APIKEY=xxxxx&apiKey=xxxxx&x-api-key=xxxxx&api%5Fkey=xxxxx"},
+		{"http://h/x?access_token=S3cr3t&pwd=S3cr3t&client_secret=S3cr3t&private_key=S3cr3t&auth[key]=S3cr3t", "http://h/x?access_token=xxxxx&pwd=xxxxx&client_secret=xxxxx&private_key=xxxxx&auth[key]=xxxxx"},
+		{"http://h/x?monkey=1&keys=2&key=&q=a+b", "http://h/x?monkey=1&keys=2&key=&q=a+b"}, // not credentials, or nothing to mask
+		{"http://u:pw@h/x?token=S3cr3t", "http://u:xxxxx@h/x?token=xxxxx"},
+		{"http://h/cb#access_token=S3cr3t&state=1", "http://h/cb#access_token=xxxxx&state=1"},
+		// parsed or not, one URL: a space or quote in a value or a
+		// password is masked with it
+		{"http://h/x?api_key=S3 cr3t&q=1", "http://h/x?api_key=xxxxx&q=1"},
+		{"http://u:S3cr3t AB@h/x", "http://u:xxxxx@h/x"},
+		{"redis://u:S3cr3t\"AB@h", "redis://u:xxxxx@h"},
+		{"redis://S3cr3t`AB@h", "redis://xxxxx@h"},
+		{"redis://u<x:S3cr3t@h", "redis://xxxxx@h"}, // not a plain user name: all masked
+		{"http://h/x?email=a@b.example&api_key=S3cr3t", "http://xxxxx@b.example&api_key=xxxxx"},
+		// a value holding '@' is masked whole, not only up to the '@'
+		{"http://h/x?pwd=p@S3cr3t", "http://xxxxx"},
+		{"redis://u:x&token=S3@h", "redis://u:xxxxx@h"},
+	}
+	for _, tt := range tests {
+		if got := URL(tt.in); got != tt.want {
+			t.Errorf("URL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := URL(tt.want); got != tt.want {
+			t.Errorf("URL(%q) = %q, want it unchanged (idempotent)", tt.want, got)
+		}
+	}
+	// the command line in a document goes through Redact: the same names
+	// are masked inside a URL's query, not in free text
+	for in, want := range map[string]string{
+		"--target=http://h/x?a=1&api_key=S3cr3t": "--target=http://h/x?a=1&api_key=xxxxx",
+		"http://h/x?sig=S3cr3t#key=S3cr3t":       "http://h/x?sig=xxxxx#key=xxxxx",
+		"lookup key=value":                       "lookup key=value",
+		"--target http://h/x?pwd=p@S3cr3t":       "--target http://xxxxx",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestREADMEListsCredentialParams: the README's Safety section names
+// every credential parameter and suffix that is masked.
+func TestREADMEListsCredentialParams(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	start := strings.Index(readme, "## Safety")
+	end := strings.Index(readme[start+1:], "\n## ")
+	if start < 0 || end < 0 {
+		t.Fatal("README.md has no Safety section")
+	}
+	safety := readme[start : start+1+end]
+	for _, n := range append(CredentialParams, CredentialSuffixes...) {
+		if !strings.Contains(safety, "`"+n+"`") {
+			t.Errorf("README's Safety section does not list `%s`", n)
+		}
+	}
+}
+
+// FuzzURLCredential: the value of a credential query parameter never
+// survives URL, wherever it stands and whatever surrounds it; URL is
+// idempotent and never panics.
+func FuzzURLCredential(f *testing.F) {
+	f.Add(uint8(0), false, "127.0.0.1:8011", "/lim", "a=1&", uint8(0), "S3cr3tValue", "&b=2")
+	f.Add(uint8(1), true, "api.example", "/v1/x", "", uint8(4), "abc/def:ghi", "#frag")
+	f.Add(uint8(0), false, "h", "/x@y", "email=a@b&", uint8(30), "S3 cr3t\"<`", "")
+	f.Add(uint8(2), false, "", "", "", uint8(7), "S3cr3tPW", ";q=1")
+	f.Fuzz(func(t *testing.T, scheme uint8, upper bool, host, path, before string, name uint8, value, after string) {
+		names := append(append([]string{}, CredentialParams...), "x-api-key", "X-Amz-Signature", "clientSecret", "private_key", "auth[token]", "api%5Fkey")
+		n := names[int(name)%len(names)]
+		if upper {
+			n = strings.ToUpper(n)
+		}
+		if len(value) < 6 || strings.ContainsAny(value, "&;#%=?") || strings.Contains(value, Mask[:1]) || strings.ContainsFunc(value, func(r rune) bool { return r < ' ' || r > '~' }) {
+			return // a value ends at a separator; an escape would re-spell it
+		}
+		if before != "" && !strings.ContainsAny(before[len(before)-1:], "&;?#") || after != "" && !strings.ContainsAny(after[:1], "&;#") {
+			return // the name or the value would run on into its neighbours
+		}
+		raw := []string{"http", "https", "redis"}[int(scheme)%3] + "://" + host + path + "?" + before + n + "=" + value + after
+		if strings.Count(raw, value) != 1 || strings.Contains(strings.Replace(raw, value, Mask, 1), value[:len(value)-1]) {
+			return // the value is also someone else's text
+		}
+		got := URL(raw)
+		if strings.Contains(got, value) {
+			t.Fatalf("URL(%q) = %q keeps the value of %s", raw, got, n)
+		}
+		if again := URL(got); again != got {
+			t.Fatalf("URL(URL(%q)) = %q, want %q (not idempotent)", raw, again, got)
+		}
+		if s := before + value + after; URL(URL(s)) != URL(s) {
+			t.Fatalf("URL(URL(%q)) = %q, want %q (not idempotent)", s, URL(URL(s)), URL(s))
+		}
+	})
+}
+
+func TestRefusedURL(t *testing.T) {
+	known := func(n string) bool { return n == "db" || n == "pool_size" }
+	tests := []struct{ in, want string }{
+		{"redis://127.0.0.1/0?pwd=S3cr3t", "redis://127.0.0.1/0?xxxxx=xxxxx"},
+		{"redis://127.0.0.1/0?S3cr3t=1&db=2&pool_size=", "redis://127.0.0.1/0?xxxxx=xxxxx&db=xxxxx&pool_size="},
+		{"redis://u:S3cr3t AB@h:1/0", "redis://xxxxx@h:1/0"},
+		{"redis://u:p@ss@h", "redis://xxxxx@h"},
+		{"ops:S3cr3t@127.0.0.1:1", "xxxxx@127.0.0.1:1"},
+		{"redis:/:S3cr3t@h", "redis:/xxxxx@h"},
+		{"redis://:S3cr3t", "redis://:xxxxx"},
+		{"redis://[::1]:7000/3", "redis://[::1]:7000/3"},
+		{"redis://h/0?x=a@S3cr3t", "redis://xxxxx@xxxxx"},
+		{"redis://h/0#S3cr3t", "redis://h/0#xxxxx"},
+		{"unix:///run/redis.sock?db=1", "unix:///run/redis.sock?db=xxxxx"},
+	}
+	for _, tt := range tests {
+		if got := RefusedURL(tt.in, known); got != tt.want {
+			t.Errorf("RefusedURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestRedactQuotedURL: a URL in quotes (as Go's HTTP client quotes it in
+// its errors) is masked as one URL, a space in a value or password too.
+func TestRedactQuotedURL(t *testing.T) {
+	for in, want := range map[string]string{
+		`Get "http://127.0.0.1:1/x?api_key=S3cr3t AB": dial tcp 127.0.0.1:1: connect: connection refused`: `Get "http://127.0.0.1:1/x?api_key=xxxxx": dial tcp 127.0.0.1:1: connect: connection refused`,
+		`Post "http://u:S3cr3t AB@h/x": EOF`:  `Post "http://u:xxxxx@h/x": EOF`,
+		`"addr":"redis:S3cr3tPW@127.0.0.1:1"`: `"addr":"redis:xxxxx@127.0.0.1:1"`,
+		`say "http://h/x?q=1 and more`:        `say "http://h/x?q=1 and more`,
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

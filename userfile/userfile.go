@@ -1,8 +1,8 @@
 // Package userfile opens the files a user names on the command line
-// (scripts, key lists, request bodies, saved documents) with the limits a
-// tool pointed at production needs: only regular files, never a device,
-// FIFO or directory that could block forever or never end, and never more
-// than a stated size.
+// (scripts, key lists, request bodies, saved documents, TLS certificates
+// and keys) with the limits a tool pointed at production needs: only
+// regular files, never a device, FIFO or directory that could block
+// forever or never end, and never more than a stated size.
 package userfile
 
 import (
@@ -18,6 +18,7 @@ const (
 	MaxScript   = 1 << 20   // a Lua script: 1 MiB
 	MaxBody     = 16 << 20  // a load request body: 16 MiB
 	MaxDocument = 256 << 20 // a saved result document: 256 MiB
+	MaxTLS      = 1 << 20   // a PEM certificate, CA bundle or key (--tls-ca, --tls-cert, --tls-key): 1 MiB
 )
 
 // Open opens path for reading after checking that it is a regular file.
