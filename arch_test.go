@@ -13,12 +13,24 @@ const module = "github.com/ratelimit-dev/ratelimit"
 // code only through the leaf packages (limiter, header, rate, redisconn,
 // doc, fault, sandbox, the servers this process owns, and the small
 // helpers exitcode, secret, userfile, version), never by importing one
-// another; report renders their results and cmd wires them.
+// another (a package under a domain's folder, such as race/racedoc, is
+// that domain's); report renders their results and cmd wires them.
 var domains = []string{"eval", "race", "load", "cluster", "serve", "probe", "failover"}
 
 // cliOnly are the modules only cmd may import: the command line and the
 // terminal's progress bars.
 var cliOnly = []string{"github.com/spf13/cobra", "github.com/spf13/pflag", "github.com/vbauerster/mpb"}
+
+// redisModules talk to Redis: the client, and through redisconn the
+// embedded server and its Lua interpreter.
+var redisModules = []string{"github.com/redis/go-redis", "github.com/alicebob/miniredis", "github.com/yuin/gopher-lua"}
+
+// redisFree depend on none of redisModules, however indirectly: drawing a
+// document, generating HTTP load and serving HTTP need no Redis client, so
+// each kind's document lives in a package without one (cluster, and the
+// doc packages of eval, race and failover), apart from the code that fills
+// it in.
+var redisFree = []string{"report", "load", "serve", "cluster", "eval/evaldoc", "race/racedoc", "failover/failoverdoc"}
 
 // luaParser is the module only lualint imports: the Lua key lint reads
 // scripts, cmd runs it, and cluster and report take its reports
@@ -48,11 +60,18 @@ func TestPackageGraph(t *testing.T) {
 				t.Errorf("%s imports lualint: only cmd runs the Lua lint, others take its reports (lualint/lint)", pkg)
 			}
 			top, _, _ := strings.Cut(own, "/")
-			if slices.Contains(domains, pkg) && slices.Contains(domains, top) && top != pkg {
+			if home, _, _ := strings.Cut(pkg, "/"); slices.Contains(domains, home) && slices.Contains(domains, top) && top != home {
 				t.Errorf("domain package %s imports domain package %s: share through limiter, header, rate, redisconn or doc", pkg, own)
 			}
 			if top == "report" && pkg != "cmd" && !strings.HasPrefix(pkg, "report") {
 				t.Errorf("%s imports report: only cmd renders", pkg)
+			}
+		}
+		if slices.Contains(redisFree, pkg) {
+			for _, m := range redisModules {
+				if i := slices.IndexFunc(deps, func(d string) bool { return d == m || strings.HasPrefix(d, m+"/") }); i >= 0 {
+					t.Errorf("%s depends on %s: keep Redis code out of it and of what it imports (a kind's document goes in its Redis-free package, e.g. race/racedoc)", pkg, deps[i])
+				}
 			}
 		}
 		if pkg == "cmd" || pkg == "" {

@@ -1,4 +1,8 @@
-package cluster
+package cluster_test
+
+// These tests hold cluster's offline answers (Slot, Tag, CheckGroup,
+// Owner, ProposeSplit, SpreadOf) against a real cluster, read through
+// package live.
 
 import (
 	"context"
@@ -11,6 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/cluster/live"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
@@ -27,20 +33,17 @@ func testCtx(t *testing.T) context.Context {
 func TestVectorsOnCluster(t *testing.T) {
 	c := redistest.Cluster(t)
 	ctx := testCtx(t)
-	keys := make([]string, len(slotVectors))
-	for i, v := range slotVectors {
-		keys[i] = v.key
-	}
-	got, err := ServerSlots(ctx, c.Client, keys)
+	keys, slots := cluster.SlotVectors()
+	got, err := live.ServerSlots(ctx, c.Client, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, v := range slotVectors {
-		if got[i] != v.slot {
-			t.Errorf("CLUSTER KEYSLOT %q = %d, pinned vector says %d", v.key, got[i], v.slot)
+	for i, key := range keys {
+		if got[i] != slots[i] {
+			t.Errorf("CLUSTER KEYSLOT %q = %d, pinned vector says %d", key, got[i], slots[i])
 		}
-		if Slot(v.key) != got[i] {
-			t.Errorf("Slot(%q) = %d, CLUSTER KEYSLOT says %d", v.key, Slot(v.key), got[i])
+		if cluster.Slot(key) != got[i] {
+			t.Errorf("Slot(%q) = %d, CLUSTER KEYSLOT says %d", key, cluster.Slot(key), got[i])
 		}
 	}
 }
@@ -77,20 +80,20 @@ func TestRandomKeysOnCluster(t *testing.T) {
 		if j := strings.IndexByte(keys[i], '{'); j >= 0 {
 			positions[j] = true
 		}
-		if _, ok := Tag(keys[i]); ok {
+		if _, ok := cluster.Tag(keys[i]); ok {
 			tagged++
 		}
 	}
-	got, err := ServerSlots(ctx, c.Client, keys)
+	got, err := live.ServerSlots(ctx, c.Client, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bad := 0
 	for i, k := range keys {
-		if want := got[i]; Slot(k) != want {
+		if want := got[i]; cluster.Slot(k) != want {
 			bad++
 			if bad <= 10 {
-				t.Errorf("Slot(%q) = %d, CLUSTER KEYSLOT says %d", k, Slot(k), want)
+				t.Errorf("Slot(%q) = %d, CLUSTER KEYSLOT says %d", k, cluster.Slot(k), want)
 			}
 		}
 	}
@@ -107,7 +110,7 @@ func TestRandomKeysOnCluster(t *testing.T) {
 func TestSameSlotAgreesWithEval(t *testing.T) {
 	c := redistest.Cluster(t)
 	ctx := testCtx(t)
-	top, err := LoadTopology(ctx, c.Client, false)
+	top, err := live.LoadTopology(ctx, c.Client, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +125,8 @@ redis.call('SET', KEYS[2], '1', 'PX', 60000)
 return 1`
 	for _, keys := range pairs {
 		t.Run(strings.Join(keys, " "), func(t *testing.T) {
-			g := CheckGroup(keys)
-			node := redis.NewClient(&redis.Options{Addr: top.Owner(Slot(keys[0])).Primary})
+			g := cluster.CheckGroup(keys)
+			node := redis.NewClient(&redis.Options{Addr: top.Owner(cluster.Slot(keys[0])).Primary})
 			t.Cleanup(func() { _ = node.Close() })
 			redistest.Cleanup(t, c.Client, keys...)
 			err := node.Eval(ctx, script, keys).Err()
@@ -147,7 +150,7 @@ func TestTopologyServesKeys(t *testing.T) {
 	c := redistest.Cluster(t)
 	sb := redistest.ClusterSandbox(t)
 	ctx := testCtx(t)
-	top, err := LoadTopology(ctx, c.Client, false)
+	top, err := live.LoadTopology(ctx, c.Client, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +167,8 @@ func TestTopologyServesKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := FromSlots(slots)
-	for s := range Slots {
+	old := live.FromSlots(slots)
+	for s := range cluster.Slots {
 		if a, b := top.Owner(s), old.Owner(s); a == nil || b == nil || a.Primary != b.Primary {
 			t.Fatalf("slot %d: CLUSTER SHARDS says %v, CLUSTER SLOTS says %v", s, a, b)
 		}
@@ -180,11 +183,11 @@ func TestTopologyServesKeys(t *testing.T) {
 	seen := map[string]int{}
 	for range 300 {
 		key := randomKey(r)
-		node := top.Owner(Slot(key)).Primary
+		node := top.Owner(cluster.Slot(key)).Primary
 		seen[node]++
 		err := clients[node].Get(ctx, key).Err()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			t.Errorf("GET %q on %s (shown for slot %d): %v", key, node, Slot(key), err)
+			t.Errorf("GET %q on %s (shown for slot %d): %v", key, node, cluster.Slot(key), err)
 		}
 		// The same GET on another primary must be redirected: the check can fail.
 		for addr, cl := range clients {
@@ -202,28 +205,17 @@ func TestTopologyServesKeys(t *testing.T) {
 	}
 }
 
-func TestNotCluster(t *testing.T) {
-	s := redistest.Standalone(t)
-	ctx := testCtx(t)
-	if _, err := LoadTopology(ctx, s.Client, false); !errors.Is(err, ErrNotCluster) {
-		t.Errorf("LoadTopology on a standalone server: %v, want ErrNotCluster", err)
-	}
-	if _, err := ServerSlots(ctx, s.Client, []string{"a"}); !errors.Is(err, ErrNotCluster) {
-		t.Errorf("ServerSlots on a standalone server: %v, want ErrNotCluster", err)
-	}
-}
-
 // TestSplitAndSpreadOnCluster proposes a 3-way split on the real cluster:
 // the sub-keys must land on three different primaries, each of which serves
 // its sub-key; the spread of a tenant scheme must count every key once.
 func TestSplitAndSpreadOnCluster(t *testing.T) {
 	c := redistest.Cluster(t)
 	ctx := testCtx(t)
-	top, err := LoadTopology(ctx, c.Client, false)
+	top, err := live.LoadTopology(ctx, c.Client, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := ProposeSplit("rl:{tenant:7}:tb", 3, top)
+	sp, err := cluster.ProposeSplit("rl:{tenant:7}:tb", 3, top)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +237,7 @@ func TestSplitAndSpreadOnCluster(t *testing.T) {
 	for i, s := range sp.SubKeys {
 		keys[i] = s.Key
 	}
-	got, err := ServerSlots(ctx, c.Client, keys)
+	got, err := live.ServerSlots(ctx, c.Client, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +251,7 @@ func TestSplitAndSpreadOnCluster(t *testing.T) {
 	if len(owners) != 3 || sp.Placement != "cluster" || !strings.Contains(sp.Note, "each sub-key is on its own primary (3 of 3 primaries)") {
 		t.Errorf("3-way split: slots %v on primaries %v, placement %q, note %q", got, owners, sp.Placement, sp.Note)
 	}
-	four, err := ProposeSplit("rl:{tenant:7}:tb", 4, top)
+	four, err := cluster.ProposeSplit("rl:{tenant:7}:tb", 4, top)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,38 +264,13 @@ func TestSplitAndSpreadOnCluster(t *testing.T) {
 		!strings.Contains(four.Note, "holds 2") || !strings.Contains(four.Note, "split into at most 3") {
 		t.Errorf("4-way split over 3 primaries: per primary %v, note %q; want one holding two, and why", perNode, four.Note)
 	}
-	tpl, _ := ParseTemplate("rl:{tenant:%d}:tb")
-	spread := SpreadOf(tpl, 1, 30000, top)
+	tpl, _ := cluster.ParseTemplate("rl:{tenant:%d}:tb")
+	spread := cluster.SpreadOf(tpl, 1, 30000, top)
 	var sum int64
 	for _, p := range spread.Primaries {
 		sum += p.Keys
 	}
 	if sum != 30000 || len(spread.Primaries) != 3 || spread.BusiestShare > 0.36 {
 		t.Errorf("spread over the cluster: %+v", spread.Primaries)
-	}
-}
-
-// TestLoadTopologyACL: an ACL user that may run CLUSTER SLOTS but not
-// CLUSTER SHARDS still gets the topology (from CLUSTER SLOTS), on the real
-// cluster; one that may run neither gets the NOPERM error.
-func TestLoadTopologyACL(t *testing.T) {
-	c := redistest.Cluster(t)
-	ctx := testCtx(t)
-	open := func(rules ...string) redis.UniversalClient {
-		url := redistest.ACLUser(t, c, rules...)
-		opts, err := redis.ParseURL(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl := redis.NewClient(opts)
-		t.Cleanup(func() { _ = cl.Close() })
-		return cl
-	}
-	top, err := LoadTopology(ctx, open("+cluster|slots"), false)
-	if err != nil || top.Source != "CLUSTER SLOTS" || len(top.Shards) != 3 || top.Uncovered() != 0 {
-		t.Fatalf("LoadTopology without +cluster|shards = %+v, %v; want the map from CLUSTER SLOTS", top, err)
-	}
-	if _, err := LoadTopology(ctx, open("+ping"), false); err == nil || !strings.Contains(err.Error(), "NOPERM") {
-		t.Errorf("LoadTopology with neither = %v, want NOPERM", err)
 	}
 }

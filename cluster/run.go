@@ -11,12 +11,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/lualint/lint"
 	"github.com/ratelimit-dev/ratelimit/rate"
-	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
 
 // Kind and Version identify the keyslot result document.
@@ -40,13 +37,13 @@ type Options struct {
 	SplitKey string
 	Into     int
 	Rate     rate.Rate
-	// Verify asks the server's CLUSTER KEYSLOT for every key (needs Client).
-	Verify bool
-	// Client, when set, is a connection to a cluster node; Server says
-	// what it is and TLS whether node addresses should use TLS ports.
-	Client redis.UniversalClient
-	Server *redisconn.Server
-	TLS    bool
+	// Topology, when set, is the cluster's slot map: keys, the spread and
+	// the split are placed on its nodes. ServerSlots, when set, are the
+	// server's CLUSTER KEYSLOT answers, one per key of Keys, which the
+	// offline slots are verified against. Package live reads both from a
+	// server.
+	Topology    *Topology
+	ServerSlots []int
 }
 
 // Key is one key's placement.
@@ -165,41 +162,14 @@ func count(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// Run computes everything opts asks for. Offline parts need no client;
-// with a client to a cluster it adds nodes, and verifies when asked. A
-// client to a server that is not a cluster gives a Notice, or
-// ErrNotCluster with Verify.
+// Run computes everything opts asks for, offline: it reads no server, and
+// places keys on nodes only when opts carry a Topology (package live runs
+// it with what a server said).
 func Run(ctx context.Context, opts Options) (Result, error) {
-	res := Result{Header: doc.Header{Kind: Kind, Version: Version, Server: opts.Server},
+	res := Result{Header: doc.Header{Kind: Kind, Version: Version}, Topology: opts.Topology,
 		Keys: make([]Key, len(opts.Keys)), Groups: []Group{}, Scripts: []lint.ScriptReport{},
 		Findings: []lint.Finding{}}
-	var top *Topology
-	if opts.Client != nil {
-		var t *Topology
-		err := ErrNotCluster // miniredis answers CLUSTER SHARDS but is no cluster
-		if opts.Server == nil || !opts.Server.Embedded {
-			t, err = LoadTopology(ctx, opts.Client, opts.TLS)
-			// An ACL user may not ask a server that said it is no
-			// cluster (INFO) for its slots: it has none to tell.
-			if opts.Server != nil && opts.Server.Mode == "standalone" && redisconn.Classify(err) == redisconn.NoPerm {
-				err = ErrNotCluster
-			}
-		}
-		switch {
-		case errors.Is(err, ErrNotCluster):
-			if opts.Verify {
-				return Result{}, ErrNotCluster
-			}
-			res.Notice = notClusterNotice(opts.Server)
-		case err != nil:
-			return Result{}, err
-		default:
-			top = t
-			res.Topology = t
-		}
-	} else if opts.Verify {
-		return Result{}, ErrNotCluster
-	}
+	top := opts.Topology
 	for i, k := range opts.Keys {
 		if i%spreadCheckEvery == spreadCheckEvery-1 && ctx.Err() != nil {
 			return Result{}, ctx.Err()
@@ -214,15 +184,15 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		}
 		res.Keys[i] = kk
 	}
-	if opts.Verify && len(opts.Keys) > 0 {
-		got, err := ServerSlots(ctx, opts.Client, opts.Keys)
-		if err != nil {
-			return Result{}, err
+	if got := opts.ServerSlots; len(got) > 0 {
+		if len(got) != len(opts.Keys) {
+			return Result{}, fmt.Errorf("%d server slots for %d keys", len(got), len(opts.Keys))
 		}
 		res.Verify = &Verify{Checked: len(got)}
 		for i := range got {
-			res.Keys[i].ServerSlot = &got[i]
-			if got[i] != res.Keys[i].Slot {
+			slot := got[i]
+			res.Keys[i].ServerSlot = &slot
+			if slot != res.Keys[i].Slot {
 				res.Verify.Mismatches++
 			}
 		}
@@ -257,13 +227,6 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	res.Checks = Checks(res)
 	res.Verdict = doc.Verdict(res.Checks)
 	return res, nil
-}
-
-func notClusterNotice(s *redisconn.Server) string {
-	if s == nil {
-		return "the server is not a Redis Cluster: slots are computed offline, without nodes"
-	}
-	return fmt.Sprintf("%s is not a Redis Cluster (%s): slots are computed offline, without nodes", s.Addr, s.Mode)
 }
 
 // Limits of the key and groups files (-f, --groups), which are streamed

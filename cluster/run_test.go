@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/lualint"
 	"github.com/ratelimit-dev/ratelimit/lualint/lint"
-	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
 func TestReadKeys(t *testing.T) {
@@ -157,41 +155,31 @@ func TestRunOffline(t *testing.T) {
 	if len(res.Reasons()) != 2 {
 		t.Errorf("reasons = %q, want CROSSSLOT and lint", res.Reasons())
 	}
-	if _, err := Run(t.Context(), Options{Keys: []string{"a"}, Verify: true}); !errors.Is(err, ErrNotCluster) {
-		t.Errorf("Verify without a client: %v, want ErrNotCluster", err)
-	}
 }
 
-func TestRunOnServers(t *testing.T) {
-	for _, tg := range redistest.All(t) {
-		t.Run(tg.Name, func(t *testing.T) {
-			srv := tg.Server
-			keys := []string{"rl:{user:42}:tb", "somekey", ""}
-			res, err := Run(t.Context(), Options{Keys: keys, Client: tg.Client, Server: &srv})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, verr := Run(t.Context(), Options{Keys: keys, Client: tg.Client, Server: &srv, Verify: true})
-			if tg.Name != "cluster" {
-				if res.Notice == "" || res.Keys[0].Node != "" || !strings.Contains(res.Notice, "not a Redis Cluster") {
-					t.Errorf("on %s: notice %q node %q", tg.Name, res.Notice, res.Keys[0].Node)
-				}
-				if !errors.Is(verr, ErrNotCluster) {
-					t.Errorf("verify on %s: %v, want ErrNotCluster", tg.Name, verr)
-				}
-				return
-			}
-			if verr != nil {
-				t.Fatalf("verify: %v", verr)
-			}
-			if res.Notice != "" || res.Topology == nil {
-				t.Fatalf("on cluster: notice %q topology %v", res.Notice, res.Topology)
-			}
-			for _, k := range res.Keys {
-				if k.Node == "" || k.Node != res.Topology.Owner(k.Slot).Primary {
-					t.Errorf("key %q slot %d shown on %q", k.Key, k.Slot, k.Node)
-				}
-			}
-		})
+// TestRunWithServerAnswers: Run places keys on the Topology it is given
+// and verifies them against the ServerSlots it is given, still offline.
+func TestRunWithServerAnswers(t *testing.T) {
+	top := NewTopology("test", []Shard{
+		{Primary: "127.0.0.1:7001", Ranges: [][2]int{{0, 8191}}},
+		{Primary: "127.0.0.1:7002", Replicas: []string{"127.0.0.1:7003"}, Ranges: [][2]int{{8192, Slots - 1}}},
+	})
+	keys := []string{"foo{hash_tag}", "somekey"} // slots 2515 and 11058
+	res, err := Run(t.Context(), Options{Keys: keys, Topology: top, ServerSlots: []int{2515, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Topology != top || res.Keys[0].Node != "127.0.0.1:7001" || res.Keys[1].Node != "127.0.0.1:7002" ||
+		!slices.Equal(res.Keys[1].Replicas, []string{"127.0.0.1:7003"}) {
+		t.Errorf("placement = %+v on %+v", res.Keys, res.Topology)
+	}
+	if res.Verify == nil || *res.Verify != (Verify{Checked: 2, Mismatches: 1}) || *res.Keys[1].ServerSlot != 1 {
+		t.Fatalf("verify = %+v, keys %+v; want 2 checked, 1 mismatch", res.Verify, res.Keys)
+	}
+	if last := res.Checks[len(res.Checks)-1]; last.ID != "verify" || last.Pass || res.Verdict != "fail" {
+		t.Errorf("checks = %+v, verdict %s; want a failed verify", res.Checks, res.Verdict)
+	}
+	if _, err := Run(t.Context(), Options{Keys: keys, ServerSlots: []int{2515}}); err == nil {
+		t.Error("Run with 1 server slot for 2 keys: no error")
 	}
 }

@@ -1,8 +1,10 @@
 // Package cluster knows how Redis Cluster places keys: the CRC16 hash slot
 // of a key or of its hash tag, whether keys used together share a slot, how
-// a key scheme spreads over slots and primaries, and (with a client) which
-// node serves each slot. The keyslot document it builds also carries the
-// reports of the Lua key lint (package lualint), which the caller runs.
+// a key scheme spreads over slots and primaries, and, on a slot map, which
+// node serves each slot. It builds the keyslot document offline and imports
+// no Redis client: package live reads the slot map and the server's own
+// slots from a server. The document also carries the reports of the Lua
+// key lint (package lualint), which the caller runs.
 package cluster
 
 import "strings"

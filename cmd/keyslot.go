@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/cluster/live"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/lualint"
 	"github.com/ratelimit-dev/ratelimit/rate"
@@ -161,8 +162,8 @@ func runKeyslot(opts *keyslotOptions) error {
 		in.Client, in.Server = conn.Client, &srv
 		in.TLS = strings.HasPrefix(strings.ToLower(srv.Addr), "rediss://")
 	}
-	res, err := cluster.Run(opts.ctx, in)
-	if errors.Is(err, cluster.ErrNotCluster) {
+	res, err := live.Run(opts.ctx, in)
+	if errors.Is(err, live.ErrNotCluster) {
 		what := "the server"
 		if in.Server != nil {
 			what = fmt.Sprintf("%s (%s)", in.Server.Addr, in.Server.Mode)
@@ -190,8 +191,8 @@ func runKeyslot(opts *keyslotOptions) error {
 // input checks the flags and reads the files they name into cluster
 // options, each script as its lint report (lualint.Lint). Every problem
 // here is bad input (exit 2).
-func (opts *keyslotOptions) input() (cluster.Options, error) {
-	var in cluster.Options
+func (opts *keyslotOptions) input() (live.Options, error) {
+	var in live.Options
 	scripts := opts.Scripts
 	keys := opts.Args
 	if len(scripts) > 0 {

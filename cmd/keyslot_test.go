@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/cluster/live"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
@@ -478,7 +479,7 @@ func TestKeyslotSplitOffline(t *testing.T) {
 func TestKeyslotSplitLiveCluster(t *testing.T) {
 	c := redistest.Cluster(t)
 	ctx := t.Context()
-	top, err := cluster.LoadTopology(ctx, c.Client, false)
+	top, err := live.LoadTopology(ctx, c.Client, false)
 	if err != nil {
 		t.Fatal(err)
 	}

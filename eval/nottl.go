@@ -53,28 +53,6 @@ const (
 	maxTracked          = 5000
 )
 
-// TTLCheck is the "keys never expire" report of a --script run.
-type TTLCheck struct {
-	Patterns  []string   `json:"patterns"`  // SCAN MATCH patterns searched besides KEYS
-	Truncated bool       `json:"truncated"` // some pattern was not scanned to the end
-	Keys      []NoTTLKey `json:"keys"`      // keys without a TTL, sorted by name
-	// Allowed: --allow-no-ttl accepted keys without a TTL, so the check
-	// passes whatever Keys holds; absent when false.
-	Allowed bool `json:"allowed,omitempty"`
-}
-
-// Pass reports whether the check passed: no key without a TTL, or such
-// keys accepted with --allow-no-ttl.
-func (c *TTLCheck) Pass() bool { return c == nil || len(c.Keys) == 0 || c.Allowed }
-
-// NoTTLKey is one key without a TTL.
-type NoTTLKey struct {
-	Key           string `json:"key"`
-	Type          string `json:"type"`
-	Found         string `json:"found"` // "keys" (passed in KEYS) or "scan"
-	ExistedBefore bool   `json:"existed_before"`
-}
-
 type ttlCheck struct {
 	c        redis.UniversalClient
 	keys     []string

@@ -1,3 +1,9 @@
+// Package eval runs rate-limiter Lua scripts against Redis: the embedded
+// limiter scripts of package limiter (token bucket, sliding-window log,
+// fixed window, GCRA), the user's own scripts in redis-cli --eval syntax,
+// and simulations that drive a script through virtual time. It knows
+// nothing of cobra; the command in cmd/eval.go fills Options and renders
+// the Result.
 package eval
 
 import (
@@ -67,97 +73,10 @@ type Options struct {
 	NewID func() string
 }
 
-// Kind and Version identify the eval document; SimKind, SimVersion,
-// CatalogKind and CatalogVersion the documents of --simulate and scripts.
-const (
-	Kind           = "eval"
-	Version        = 2
-	SimKind        = "simulate"
-	SimVersion     = 2
-	CatalogKind    = "scripts"
-	CatalogVersion = 2
-)
-
-// Result is the document `ratelimit eval` renders (kind "eval").
-type Result struct {
-	doc.Header
-	// Algo is the algorithm, or "script" for --script.
-	Algo string `json:"algo"`
-	// Key is the limited key (KEYS[1] of a user script).
-	Key string `json:"key"`
-	// IdentityHashed is true when --hash-identity replaced the id in Key.
-	IdentityHashed bool `json:"identity_hashed,omitempty"`
-	// Params are the limiter's parameters (embedded scripts only).
-	Params *ParamsDoc `json:"params,omitempty"`
-	// Script describes what ran: the file, its digest and how it was called.
-	Script ScriptDoc `json:"script"`
-	// ReplyShape is "limiter" when every reply looked like {allowed 0/1,
-	// remaining, ...} and the decision fields of the calls are filled in,
-	// else "raw".
-	ReplyShape string `json:"reply_shape"`
-	// OtherShape lists, when some replies looked like a limiter's and
-	// some did not (ReplyShape "raw"; the reply-shape check fails), the
-	// calls whose reply did not; empty otherwise.
-	OtherShape []int   `json:"other_shape_calls,omitempty"`
-	Calls      []Call  `json:"calls"`
-	Summary    Summary `json:"summary"`
-	// NoTTL lists keys the script touched that have no TTL (--script only).
-	NoTTL *TTLCheck `json:"no_ttl,omitempty"`
-	// Checks are the run's verdicts ("reply-shape", "ttl"); the run passes
-	// when all pass. Read them with CheckList, which also answers for a
-	// Result built without them.
-	Checks []Check `json:"checks"`
-	// Verdict is "pass" when every check passed, else "fail".
-	Verdict string `json:"verdict"`
-}
-
-// ParamsDoc is the JSON form of Params.
-type ParamsDoc struct {
-	limiter.ParamsDoc
-	// PolicyQuota and PolicyWindowMs are the RateLimit-Policy q and w
-	// (w in milliseconds: the header's seconds x 1000).
-	PolicyQuota    int64 `json:"policy_quota"`
-	PolicyWindowMs int64 `json:"policy_window_ms"`
-}
-
 // paramsDoc is the document form of a limiter's parameters and policy.
 func paramsDoc(l *limiter.Limiter) ParamsDoc {
 	pol := l.Policy()
 	return ParamsDoc{ParamsDoc: l.Params().Doc(), PolicyQuota: pol.Quota, PolicyWindowMs: pol.WindowSeconds * 1000}
-}
-
-// ScriptDoc says which script ran and how.
-type ScriptDoc struct {
-	Name     string   `json:"name"` // embedded script name or the user's file
-	SHA1     string   `json:"sha1"`
-	Via      string   `json:"via"`                // "evalsha" or "fcall"
-	Function string   `json:"function,omitempty"` // FCALL name with --function
-	Keys     []string `json:"keys"`
-	Args     []string `json:"args"` // ARGV of the first call, as sent
-}
-
-// Call is one script call. The decision fields are present only when the
-// reply has the shape of a limiter reply.
-type Call struct {
-	N         int    `json:"n"`
-	Allowed   *bool  `json:"allowed,omitempty"`
-	Remaining *int64 `json:"remaining,omitempty"`
-	RetryMs   *int64 `json:"retry_ms,omitempty"`
-	ResetMs   *int64 `json:"reset_ms,omitempty"`
-	// TTLMs is PTTL of the key after the call: -1 no TTL, -2 no key.
-	TTLMs int64 `json:"ttl_ms"`
-	// LatencyMs is the round trip of the script call (ms, µs resolution).
-	LatencyMs float64 `json:"latency_ms"`
-	Reply     any     `json:"reply"`
-}
-
-// Summary counts the decisions.
-type Summary struct {
-	Allowed int `json:"allowed"`
-	Refused int `json:"refused"`
-	// RetryMs is the retry time of the last refused call (absent if none
-	// was refused or the replies carry no retry time).
-	RetryMs *int64 `json:"retry_ms,omitempty"`
 }
 
 // KeyFor builds the key of one identity, "rl:{<id>}:<algo>". The hash tag

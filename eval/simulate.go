@@ -38,27 +38,6 @@ const (
 // simBatch is how many calls go in one pipeline.
 const simBatch = 1000
 
-// SimResult is the document of `ratelimit eval --simulate` (kind "simulate").
-type SimResult struct {
-	doc.Header
-	Algo       string    `json:"algo"`
-	Params     ParamsDoc `json:"params"`
-	Rate       string    `json:"arrival_rate"` // e.g. "20/s"
-	RatePerS   float64   `json:"arrival_rate_per_s"`
-	ForMs      int64     `json:"duration_ms"` // virtual time covered
-	Arrivals   int       `json:"arrivals"`
-	Admitted   int       `json:"allowed"`
-	Refused    int       `json:"refused"`
-	PerSecond  []int     `json:"allowed_per_second"` // allowed in each virtual second
-	Model      int       `json:"model_allowed"`      // what the pure Go model allows
-	Agrees     bool      `json:"model_agrees"`       // script and model made the same decisions
-	WallMs     float64   `json:"wall_ms"`            // wall time spent on the server
-	Pipelines  int       `json:"pipelines"`          // round trips used for the calls
-	FirstRefMs int64     `json:"first_refused_ms"`   // virtual ms of the first refusal, -1 if none
-	Checks     []Check   `json:"checks"`             // written from Agrees (see CheckList)
-	Verdict    string    `json:"verdict"`            // written from Agrees
-}
-
 // ArrivalTimes returns the virtual ms of a constant arrival stream: the
 // due times of rate.Schedule, the plan `load` follows too (arrival i at
 // floor(i x Per / Count) ns from the start, for every i due before d),

@@ -175,14 +175,14 @@ func TestAnalyze(t *testing.T) {
 	if !tr.LostExact || tr.LostWrites != lostAllowed {
 		t.Errorf("lost writes %d (exact %v), want %d", tr.LostWrites, tr.LostExact, lostAllowed)
 	}
-	wantErrs := []ErrorCount{{"moved", 1}, {"unreachable", 2}}
+	wantErrs := []ErrorCount{{Class: "moved", Count: 1}, {Class: "unreachable", Count: 2}}
 	if len(tr.Errors) != 2 || tr.Errors[0] != wantErrs[0] || tr.Errors[1] != wantErrs[1] {
 		t.Errorf("errors = %v, want %v", tr.Errors, wantErrs)
 	}
 	if tr.ErrorSample != "MOVED 866 "+newP {
 		t.Errorf("error sample %q, want the first error met", tr.ErrorSample)
 	}
-	if len(tr.Recoveries) != 1 || tr.Recoveries[0] != (Recovery{recoverRedirect, 1}) {
+	if len(tr.Recoveries) != 1 || tr.Recoveries[0] != (Recovery{Action: recoverRedirect, Count: 1}) {
 		t.Errorf("recoveries = %v", tr.Recoveries)
 	}
 	if want := ms(calls[149].done.Sub(promoted)); tr.StalePrimaryMs != want {
@@ -221,10 +221,10 @@ func TestAnalyzeWait(t *testing.T) {
 }
 
 func TestStatsAndPercentile(t *testing.T) {
-	if got := spread([]float64{5, 1, 3}); got != (Stats{1, 3, 5}) {
+	if got := spread([]float64{5, 1, 3}); got != (Stats{Min: 1, Median: 3, Max: 5}) {
 		t.Errorf("spread(5 1 3) = %+v", got)
 	}
-	if got := spread([]float64{4, 1, 3, 10}); got != (Stats{1, 3.5, 10}) {
+	if got := spread([]float64{4, 1, 3, 10}); got != (Stats{Min: 1, Median: 3.5, Max: 10}) {
 		t.Errorf("spread(4 1 3 10) = %+v", got)
 	}
 	if got := spread(nil); got != (Stats{}) {

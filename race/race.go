@@ -74,12 +74,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
 
-// Kind and Version identify a race result document.
-const (
-	Kind    = "race"
-	Version = 2
-)
-
 // Defaults of the command's flags.
 const (
 	DefaultConcurrency   = 200

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
@@ -84,47 +83,6 @@ func spread(xs []int) (lo int, median float64, hi int) {
 	return s[0], median, s[len(s)-1]
 }
 
-// ExactExpected reports whether strategy name promises to admit exactly
-// min(limit, concurrency) requests against a fresh key: incr, the built-in
-// Lua script and a user script (--script), which claim atomic exactness.
-// Fewer is a failed check (under-admission: the limiter refuses requests it
-// has room for). watch is atomic but not exact: a request that loses
-// --watch-attempts conflicts gives up, so it may admit fewer under
-// contention, which is noted, not failed; naive and multi promise nothing.
-func ExactExpected(name string) bool {
-	switch name {
-	case Incr, Script, User:
-		return true
-	}
-	return false
-}
-
-// Checks returns the checks of a result, one per strategy in order: a
-// strategy that must be atomic fails when it admitted more than the limit
-// in a trial, one that must be exact (ExactExpected) also when it
-// admitted fewer than min(limit, concurrency).
-func Checks(r Result) []doc.Check {
-	want := min(r.Limit, int64(r.Concurrency)) // what an exact limiter admits on a fresh key
-	out := []doc.Check{}
-	for _, s := range r.Strategies {
-		var failures []string
-		for t, a := range s.Allowed {
-			switch {
-			case s.AtomicExpected && a > int(r.Limit):
-				failures = append(failures, fmt.Sprintf("over-admission: %s admitted %d of %d with limit %d in trial %d", s.Label, a, r.Concurrency, r.Limit, t+1))
-			case ExactExpected(s.Name) && int64(a) < want:
-				msg := fmt.Sprintf("under-admission: %s admitted %d of %d with limit %d in trial %d", s.Label, a, r.Concurrency, r.Limit, t+1)
-				if t < len(s.Errors) && s.Errors[t] > 0 {
-					msg += " (" + count(s.Errors[t], "call", "calls") + " failed)"
-				}
-				failures = append(failures, msg)
-			}
-		}
-		out = append(out, strategyCheck(s, r.Limit, failures))
-	}
-	return out
-}
-
 // judge sets the checks, the verdict and the notes.
 func judge(r *Result) {
 	r.Checks = Checks(*r)
@@ -151,23 +109,6 @@ func judge(r *Result) {
 		}
 	}
 	r.Verdict = doc.Verdict(r.Checks)
-}
-
-// strategyCheck is the check of one strategy: its failures joined, or
-// what it showed when it has none.
-func strategyCheck(s Strategy, limit int64, failures []string) doc.Check {
-	c := doc.Check{ID: s.Name, Pass: len(failures) == 0}
-	switch {
-	case !c.Pass:
-		c.Message = strings.Join(failures, "; ")
-	case s.AtomicExpected:
-		c.Message = "admitted at most the limit in every trial"
-	case s.AllowedMax > int(limit):
-		c.Message = "race reproduced (expected for a strategy that is not atomic)"
-	default:
-		c.Message = "race not reproduced at this concurrency (a note, not a failure)"
-	}
-	return c
 }
 
 // plural picks the noun for n: "call" for 1, "calls" otherwise.

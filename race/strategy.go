@@ -16,17 +16,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
-// The built-in strategies.
-const (
-	Naive  = "naive"  // GET, decide in Go, SET: the classic bug
-	Multi  = "multi"  // GET, decide, MULTI/SET/EXEC: still racy
-	Watch  = "watch"  // WATCH, GET, decide, MULTI/SET/EXEC, retried on conflict
-	Incr   = "incr"   // INCR, then compare
-	Script = "script" // the project's token bucket Lua script
-	// User is the name of the user's own script (--script FILE).
-	User = "user"
-)
-
 // Names lists the built-in strategies in their default order.
 func Names() []string { return []string{Naive, Multi, Watch, Incr, Script} }
 

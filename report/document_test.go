@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/cluster/live"
 	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/limiter"
@@ -188,7 +189,7 @@ func fixtureKeyslot(t *testing.T) cluster.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	top := cluster.FromSlots([]redis.ClusterSlot{
+	top := live.FromSlots([]redis.ClusterSlot{
 		{Start: 0, End: 5460, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7101"}, {Addr: "127.0.0.1:7104"}}},
 		{Start: 5461, End: 10922, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7102"}, {Addr: "127.0.0.1:7105"}}},
 		{Start: 10923, End: 16383, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7103"}, {Addr: "127.0.0.1:7106"}}},

@@ -8,14 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/eval/evaldoc"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/words"
 )
 
 // EvalText renders the result of `ratelimit eval`: what ran, one row per
 // call, a summary line and, for --script, the keys left without a TTL.
-func EvalText(w io.Writer, res eval.Result, o Options) error {
+func EvalText(w io.Writer, res evaldoc.Result, o Options) error {
 	st := NewStyles(w, o)
 	var b strings.Builder
 	b.WriteString(ServerLine(serverOf(res.Header), st))
@@ -40,7 +40,7 @@ func EvalText(w io.Writer, res eval.Result, o Options) error {
 }
 
 // evalChecksText lists the run's checks, one line each, and the verdict.
-func evalChecksText(res eval.Result, st Styles) string {
+func evalChecksText(res evaldoc.Result, st Styles) string {
 	checks := res.CheckList()
 	rows := make([][]string, 0, len(checks))
 	for _, c := range checks {
@@ -62,7 +62,7 @@ func limiterSettings(algo string, d limiter.ParamsDoc) string {
 	return d.Params(limiter.Algo(algo)).Settings()
 }
 
-func evalTitle(res eval.Result) string {
+func evalTitle(res evaldoc.Result) string {
 	if res.Algo == "script" {
 		return Printable(fmt.Sprintf("%s of %s", countNoun(len(res.Calls), "call", "calls"), res.Script.Name))
 	}
@@ -76,7 +76,7 @@ func evalTitle(res eval.Result) string {
 }
 
 // replyLen is the longest reply array, for labelling script columns.
-func replyLen(res eval.Result) int {
+func replyLen(res evaldoc.Result) int {
 	n := 0
 	for _, c := range res.Calls {
 		if a, ok := c.Reply.([]any); ok {
@@ -86,7 +86,7 @@ func replyLen(res eval.Result) int {
 	return n
 }
 
-func evalColumns(res eval.Result) (headers []string, right []int) {
+func evalColumns(res evaldoc.Result) (headers []string, right []int) {
 	switch {
 	case res.Algo != "script":
 		return []string{"n", "allowed", "remaining", "retry ms", "reset ms", "key ttl ms", "latency"}, []int{0, 2, 3, 4, 5, 6}
@@ -106,7 +106,7 @@ func evalColumns(res eval.Result) (headers []string, right []int) {
 }
 
 // evalCalls is the table of calls every format draws: one row per call.
-func evalCalls(res eval.Result) table {
+func evalCalls(res evaldoc.Result) table {
 	headers, right := evalColumns(res)
 	t := table{headers: headers, right: right}
 	for _, c := range res.Calls {
@@ -171,7 +171,7 @@ func listOrNone(xs []string) string {
 	return strings.Join(q, " ")
 }
 
-func evalSummary(res eval.Result) string {
+func evalSummary(res evaldoc.Result) string {
 	switch {
 	case len(res.OtherShape) > 0:
 		return countNoun(len(res.Calls), "call", "calls") + "; some replies look like a limiter's {allowed 0/1, remaining, ...} and some do not"
@@ -192,7 +192,7 @@ func evalSummary(res eval.Result) string {
 
 func neverExpires(n int) string { return plural(n, "it never expires", "they never expire") }
 
-func noTTLText(c *eval.TTLCheck, st Styles) string {
+func noTTLText(c *evaldoc.TTLCheck, st Styles) string {
 	var b strings.Builder
 	checked := "checked the KEYS passed"
 	if len(c.Patterns) > 0 {
@@ -234,7 +234,7 @@ func noTTLText(c *eval.TTLCheck, st Styles) string {
 }
 
 // EvalSimulateText renders `ratelimit eval --simulate`.
-func EvalSimulateText(w io.Writer, res eval.SimResult, o Options) error {
+func EvalSimulateText(w io.Writer, res evaldoc.SimResult, o Options) error {
 	st := NewStyles(w, o)
 	var b strings.Builder
 	b.WriteString(ServerLine(serverOf(res.Header), st))
@@ -274,7 +274,7 @@ func EvalSimulateText(w io.Writer, res eval.SimResult, o Options) error {
 }
 
 // EvalScriptsText lists the embedded scripts.
-func EvalScriptsText(w io.Writer, c eval.Catalog, o Options) error {
+func EvalScriptsText(w io.Writer, c evaldoc.Catalog, o Options) error {
 	st := NewStyles(w, o)
 	rows := make([][]string, 0, len(c.Scripts))
 	exported := false

@@ -4,40 +4,40 @@ import (
 	"strings"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/eval/evaldoc"
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
 
 // The eval kinds: a run of calls (eval), a simulation (simulate) and the
 // catalogue of embedded scripts (scripts).
 
-var evalKind = kind[eval.Result]{
-	name: eval.Kind, version: eval.Version,
-	older:    map[int]func([]byte) (eval.Result, error){1: evalFromV1},
+var evalKind = kind[evaldoc.Result]{
+	name: evaldoc.Kind, version: evaldoc.Version,
+	older:    map[int]func([]byte) (evaldoc.Result, error){1: evalFromV1},
 	validate: validateEval,
-	checks:   eval.Result.CheckList,
+	checks:   evaldoc.Result.CheckList,
 	text:     EvalText,
 	markdown: evalMarkdown,
 	junit:    evalSuite,
 	html:     evalHTML,
 }
 
-var simulateKind = kind[eval.SimResult]{
-	name: eval.SimKind, version: eval.SimVersion,
-	older:    map[int]func([]byte) (eval.SimResult, error){1: simulateFromV1},
+var simulateKind = kind[evaldoc.SimResult]{
+	name: evaldoc.SimKind, version: evaldoc.SimVersion,
+	older:    map[int]func([]byte) (evaldoc.SimResult, error){1: simulateFromV1},
 	validate: validateSimulate,
-	checks:   eval.SimResult.CheckList,
+	checks:   evaldoc.SimResult.CheckList,
 	text:     EvalSimulateText,
 	markdown: simulateMarkdown,
 	junit:    simulateSuite,
 	html:     simulateHTML,
 }
 
-var scriptsKind = kind[eval.Catalog]{
-	name: eval.CatalogKind, version: eval.CatalogVersion,
-	older:    map[int]func([]byte) (eval.Catalog, error){1: scriptsFromV1},
-	validate: func(eval.Catalog) error { return nil },
-	checks:   func(eval.Catalog) []doc.Check { return []doc.Check{} },
+var scriptsKind = kind[evaldoc.Catalog]{
+	name: evaldoc.CatalogKind, version: evaldoc.CatalogVersion,
+	older:    map[int]func([]byte) (evaldoc.Catalog, error){1: scriptsFromV1},
+	validate: func(evaldoc.Catalog) error { return nil },
+	checks:   func(evaldoc.Catalog) []doc.Check { return []doc.Check{} },
 	text:     EvalScriptsText,
 	markdown: scriptsMarkdown,
 	junit:    scriptsSuite,
@@ -52,9 +52,9 @@ func paramsFromV1(p jsonTree) {
 
 // evalFromV1: latency_us becomes latency_ms; the checks, absent from
 // documents written before eval had them, are derived from the calls.
-func evalFromV1(data []byte) (eval.Result, error) {
-	res, err := upgradeTree[eval.Result](data, func(t jsonTree) {
-		t["version"] = eval.Version
+func evalFromV1(data []byte) (evaldoc.Result, error) {
+	res, err := upgradeTree[evaldoc.Result](data, func(t jsonTree) {
+		t["version"] = evaldoc.Version
 		if p := object(t, "params"); p != nil {
 			paramsFromV1(p)
 		}
@@ -72,9 +72,9 @@ func evalFromV1(data []byte) (eval.Result, error) {
 
 // simulateFromV1: for_ms becomes duration_ms, admitted allowed; the
 // arrival rate per second is read from the arrival rate.
-func simulateFromV1(data []byte) (eval.SimResult, error) {
-	return upgradeTree[eval.SimResult](data, func(t jsonTree) {
-		t["version"] = eval.SimVersion
+func simulateFromV1(data []byte) (evaldoc.SimResult, error) {
+	return upgradeTree[evaldoc.SimResult](data, func(t jsonTree) {
+		t["version"] = evaldoc.SimVersion
 		if p := object(t, "params"); p != nil {
 			paramsFromV1(p)
 		}
@@ -91,8 +91,8 @@ func simulateFromV1(data []byte) (eval.SimResult, error) {
 }
 
 // scriptsFromV1: a catalogue checks nothing; version 2 says so.
-func scriptsFromV1(data []byte) (eval.Catalog, error) {
-	c, err := upgradeTree[eval.Catalog](data, func(t jsonTree) { t["version"] = eval.CatalogVersion })
+func scriptsFromV1(data []byte) (evaldoc.Catalog, error) {
+	c, err := upgradeTree[evaldoc.Catalog](data, func(t jsonTree) { t["version"] = evaldoc.CatalogVersion })
 	if c.Checks == nil {
 		c.Checks = []doc.Check{}
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
-	"github.com/ratelimit-dev/ratelimit/failover"
+	"github.com/ratelimit-dev/ratelimit/failover/failoverdoc"
 )
 
 // The failover kind: per variant (no-wait, wait) a row per trial with
@@ -16,10 +16,10 @@ import (
 // without a primary, latency), the spread over trials, the trade-off of
 // WAIT, the checks and the verdict, drawn the same way in every format.
 
-var failoverKind = kind[failover.Result]{
-	name: failover.Kind, version: failover.Version,
+var failoverKind = kind[failoverdoc.Result]{
+	name: failoverdoc.Kind, version: failoverdoc.Version,
 	validate: validateFailover,
-	checks:   func(res failover.Result) []doc.Check { return res.Checks },
+	checks:   func(res failoverdoc.Result) []doc.Check { return res.Checks },
 	text:     FailoverText,
 	markdown: failoverMarkdown,
 	junit:    failoverSuite,
@@ -28,7 +28,7 @@ var failoverKind = kind[failover.Result]{
 
 var failoverAlgos = evalAlgos[1:]
 
-func validateFailover(res failover.Result) error {
+func validateFailover(res failoverdoc.Result) error {
 	if err := firstErr(
 		oneOf("verdict", res.Verdict, "pass", "fail"),
 		oneOf("algo", res.Algo, failoverAlgos...),
@@ -49,7 +49,7 @@ func validateFailover(res failover.Result) error {
 	for i, v := range res.Variants {
 		p := fmt.Sprintf("variants[%d]", i)
 		if err := firstErr(
-			oneOf(p+".name", v.Name, failover.VariantNoWait, failover.VariantWait),
+			oneOf(p+".name", v.Name, failoverdoc.VariantNoWait, failoverdoc.VariantWait),
 			nonNeg(p+".wait_replicas", v.WaitReplicas), nonNeg(p+".wait_timeout_ms", v.WaitTimeoutMs),
 			validateStats(p+".extra_allowed", v.ExtraAllowed, false), validateStats(p+".lost_writes", v.LostWrites, true),
 			validateStats(p+".unavailable_ms", v.UnavailableMs, true),
@@ -79,7 +79,7 @@ func validateFailover(res failover.Result) error {
 	return nil
 }
 
-func validateFailoverTrial(p string, t failover.Trial) error {
+func validateFailoverTrial(p string, t failoverdoc.Trial) error {
 	if err := firstErr(
 		atLeast(p+".trial", t.Trial, 1),
 		nonNeg(p+".decisions", t.Decisions), nonNeg(p+".allowed", t.Allowed), nonNeg(p+".model_allowed", t.ModelAllowed),
@@ -117,7 +117,7 @@ func validateFailoverTrial(p string, t failover.Trial) error {
 
 // validateStats checks min <= median <= max, all finite and, with
 // nonNegative, none below 0.
-func validateStats(p string, s failover.Stats, nonNegative bool) error {
+func validateStats(p string, s failoverdoc.Stats, nonNegative bool) error {
 	check := finiteField
 	if nonNegative {
 		check = func(path string, v float64) error { return nonNeg(path, v) }
@@ -141,7 +141,7 @@ func finiteField(path string, v float64) error {
 
 // failoverMeasured is how many trials the run measured (of its first
 // variant; the wait variant may have one fewer after an error).
-func failoverMeasured(res failover.Result) int {
+func failoverMeasured(res failoverdoc.Result) int {
 	if len(res.Variants) == 0 {
 		return 0
 	}
@@ -149,9 +149,9 @@ func failoverMeasured(res failover.Result) int {
 }
 
 // failoverWait is the wait variant, or nil.
-func failoverWait(res failover.Result) *failover.Variant {
+func failoverWait(res failoverdoc.Result) *failoverdoc.Variant {
 	for i := range res.Variants {
-		if res.Variants[i].Name == failover.VariantWait {
+		if res.Variants[i].Name == failoverdoc.VariantWait {
 			return &res.Variants[i]
 		}
 	}
@@ -160,7 +160,7 @@ func failoverWait(res failover.Result) *failover.Variant {
 
 // failoverTitle is the report's first line: which failover, how often,
 // which variants.
-func failoverTitle(res failover.Result) string {
+func failoverTitle(res failoverdoc.Result) string {
 	trials := countNoun(res.Trials, "trial", "trials")
 	if n := failoverMeasured(res); n != res.Trials {
 		trials = fmt.Sprintf("%d of %d trials measured", n, res.Trials)
@@ -173,7 +173,7 @@ func failoverTitle(res failover.Result) string {
 }
 
 // failoverParams says which limiter was under test.
-func failoverParams(res failover.Result) string {
+func failoverParams(res failoverdoc.Result) string {
 	p := res.Params
 	s := res.Algo + " " + limiterSettings(res.Algo, p)
 	if p.Cost > 1 {
@@ -184,24 +184,24 @@ func failoverParams(res failover.Result) string {
 
 // failoverScope says what was measured and how: the keys, then the rest
 // (failoverSetup).
-func failoverScope(res failover.Result) string {
+func failoverScope(res failoverdoc.Result) string {
 	return "keys " + res.KeyPattern + ", " + failoverSetup(res)
 }
 
 // failoverSetup is the limiter, the decisions and the schedule of a trial.
-func failoverSetup(res failover.Result) string {
+func failoverSetup(res failoverdoc.Result) string {
 	return fmt.Sprintf("%s; %s decisions/s from %s; %s; mode %s; %s before and %s after each failover",
 		failoverParams(res), failoverNum(res.RatePerS), countNoun(res.Clients, "client", "clients"),
 		countNoun(res.Trials, "trial", "trials"), res.Mode, msText(res.BeforeMs), msText(res.AfterMs))
 }
 
 // failoverVariantTitle says how a variant called the limiter.
-func failoverVariantTitle(v failover.Variant) string {
-	if v.Name == failover.VariantWait {
+func failoverVariantTitle(v failoverdoc.Variant) string {
+	if v.Name == failoverdoc.VariantWait {
 		return fmt.Sprintf("wait: every call followed by WAIT %d %s (%s within %s); an admission fewer replicas confirmed is refused",
 			v.WaitReplicas, failoverNum(v.WaitTimeoutMs), countNoun(v.WaitReplicas, "replica", "replicas"), msText(v.WaitTimeoutMs))
 	}
-	if v.Name == failover.VariantNoWait {
+	if v.Name == failoverdoc.VariantNoWait {
 		return "no-wait: the script call alone, as the application makes it"
 	}
 	return v.Name
@@ -223,7 +223,7 @@ func failoverCost(ms float64) string {
 
 // failoverErrors lists the classes of error the clients met: "moved 1,
 // unreachable 2", "-" for none.
-func failoverErrors(t failover.Trial) string {
+func failoverErrors(t failoverdoc.Trial) string {
 	parts := make([]string, 0, len(t.Errors))
 	for _, e := range t.Errors {
 		parts = append(parts, fmt.Sprintf("%s %d", e.Class, e.Count))
@@ -235,13 +235,13 @@ func failoverErrors(t failover.Trial) string {
 }
 
 // failoverOver reports whether a trial's extra admissions exceed --max-extra.
-func failoverOver(res failover.Result, t failover.Trial) bool {
+func failoverOver(res failoverdoc.Result, t failoverdoc.Trial) bool {
 	return res.MaxExtra != nil && int64(t.ExtraAllowed) > *res.MaxExtra
 }
 
 // failoverTrials is the table of one variant: a row per trial.
-func failoverTrials(res failover.Result, v failover.Variant) table {
-	wait := v.Name == failover.VariantWait
+func failoverTrials(res failoverdoc.Result, v failoverdoc.Variant) table {
+	wait := v.Name == failoverdoc.VariantWait
 	t := table{headers: []string{"trial", "primary", "decisions", "allowed"}}
 	if wait {
 		t.headers = append(t.headers, "not durable")
@@ -277,7 +277,7 @@ func failoverTrials(res failover.Result, v failover.Variant) table {
 
 // failoverFootnotes are the lines under a variant's table: what ~ means,
 // if it is used, and the first error the clients met.
-func failoverFootnotes(v failover.Variant) []string {
+func failoverFootnotes(v failoverdoc.Variant) []string {
 	var out []string
 	for _, t := range v.Trials {
 		if !t.LostExact {
@@ -295,11 +295,11 @@ func failoverFootnotes(v failover.Variant) []string {
 }
 
 // failoverSummary is a variant's spread over its trials.
-func failoverSummary(v failover.Variant) string {
-	count := func(s failover.Stats) string {
+func failoverSummary(v failoverdoc.Variant) string {
+	count := func(s failoverdoc.Stats) string {
 		return failoverNum(s.Min) + "/" + failoverNum(s.Median) + "/" + failoverNum(s.Max)
 	}
-	lat := func(s failover.Stats) string {
+	lat := func(s failoverdoc.Stats) string {
 		return Latency(s.Min) + "/" + Latency(s.Median) + "/" + Latency(s.Max)
 	}
 	return fmt.Sprintf("%s over %s (min/median/max): extra admissions %s, lost writes %s, unavailable %s, p50 %s, p99 %s",
@@ -308,7 +308,7 @@ func failoverSummary(v failover.Variant) string {
 }
 
 // failoverTradeoff is what WAIT bought and cost, or "" without it.
-func failoverTradeoff(res failover.Result) string {
+func failoverTradeoff(res failoverdoc.Result) string {
 	t, w := res.Tradeoff, failoverWait(res)
 	if t == nil || w == nil {
 		return ""
@@ -318,7 +318,7 @@ func failoverTradeoff(res failover.Result) string {
 }
 
 // failoverChecks is the table of the checks.
-func failoverChecks(res failover.Result) table {
+func failoverChecks(res failoverdoc.Result) table {
 	t := table{headers: []string{"check", "result", "finding"}}
 	for _, c := range res.Checks {
 		t.rows = append(t.rows, []cell{codeCell(c.ID), checkCell(c), textCell(c.Message)})
@@ -327,7 +327,7 @@ func failoverChecks(res failover.Result) table {
 }
 
 // failoverVerdict is the closing line: which checks failed, or none.
-func failoverVerdict(res failover.Result) string {
+func failoverVerdict(res failoverdoc.Result) string {
 	var failed []string
 	skipped := 0
 	for _, c := range res.Checks {
@@ -351,7 +351,7 @@ func failoverVerdict(res failover.Result) string {
 // FailoverText writes the report: title, server and scope, a table per
 // variant with its spread and footnotes, the trade-off, the checks, the
 // verdict and the notes.
-func FailoverText(w io.Writer, res failover.Result, o Options) error {
+func FailoverText(w io.Writer, res failoverdoc.Result, o Options) error {
 	st := NewStyles(w, o)
 	var b strings.Builder
 	b.WriteString(st.Title.Render(Printable(failoverTitle(res))) + "\n")
@@ -377,7 +377,7 @@ func FailoverText(w io.Writer, res failover.Result, o Options) error {
 	return err
 }
 
-func failoverMarkdown(b *strings.Builder, res failover.Result) {
+func failoverMarkdown(b *strings.Builder, res failoverdoc.Result) {
 	fmt.Fprintf(b, "### ratelimit failover: %s\n\n", mdVerdict(res.Pass()))
 	b.WriteString(md(failoverTitle(res)) + "\n\n")
 	mdServer(b, serverOf(res.Header).String())
@@ -406,7 +406,7 @@ func failoverMarkdown(b *strings.Builder, res failover.Result) {
 
 // failoverSuite is one testcase per check; the max-extra checks carry
 // their variant's trials as detail.
-func failoverSuite(res failover.Result) junitSuite {
+func failoverSuite(res failoverdoc.Result) junitSuite {
 	s := junitSuite{Name: "ratelimit failover"}
 	if !res.StartedAt.IsZero() {
 		s.Timestamp = res.StartedAt.UTC().Format("2006-01-02T15:04:05Z")
@@ -420,10 +420,10 @@ func failoverSuite(res failover.Result) junitSuite {
 		var detail strings.Builder
 		name := ""
 		switch c.ID {
-		case failover.CheckMaxExtra:
-			name = failover.VariantNoWait
-		case failover.CheckMaxExtraWait:
-			name = failover.VariantWait
+		case failoverdoc.CheckMaxExtra:
+			name = failoverdoc.VariantNoWait
+		case failoverdoc.CheckMaxExtraWait:
+			name = failoverdoc.VariantWait
 		}
 		for _, v := range res.Variants {
 			if v.Name != name {
@@ -442,7 +442,7 @@ func failoverSuite(res failover.Result) junitSuite {
 	return s
 }
 
-func failoverHTML(b *strings.Builder, res failover.Result) {
+func failoverHTML(b *strings.Builder, res failoverdoc.Result) {
 	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(failoverTitle(res)))
 	htmlServer(b, serverOf(res.Header).String())
 	fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(failoverScope(res)))

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/eval/evaldoc"
 )
 
-func evalHTML(b *strings.Builder, res eval.Result) {
+func evalHTML(b *strings.Builder, res evaldoc.Result) {
 	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(evalTitle(res)))
 	htmlServer(b, serverOf(res.Header).String())
 	via := "EVALSHA (EVAL on NOSCRIPT)"
@@ -66,14 +66,14 @@ func evalHTML(b *strings.Builder, res eval.Result) {
 }
 
 // evalVerdictText says why a run passed or failed, in one line.
-func evalVerdictText(res eval.Result) string {
+func evalVerdictText(res evaldoc.Result) string {
 	if f := res.Failures(); len(f) > 0 {
 		return strings.Join(f, "; ")
 	}
 	return "every check passed"
 }
 
-func simulateHTML(b *strings.Builder, res eval.SimResult) {
+func simulateHTML(b *strings.Builder, res evaldoc.SimResult) {
 	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(fmt.Sprintf("simulate %s (%s, cost %d) under %s arrivals for %s",
 		res.Algo, simulateDesc(res), res.Params.Cost, res.Rate, evalSpan(time.Duration(res.ForMs)*time.Millisecond))))
 	htmlServer(b, serverOf(res.Header).String())
@@ -106,7 +106,7 @@ func simulateHTML(b *strings.Builder, res eval.SimResult) {
 	b.WriteString(barChart{title: "admitted per virtual second", yLabel: "admitted", groups: []barGroup{g}, height: 240, ints: true}.svg())
 }
 
-func scriptsHTML(b *strings.Builder, c eval.Catalog) {
+func scriptsHTML(b *strings.Builder, c evaldoc.Catalog) {
 	var rows [][]string
 	for _, s := range c.Scripts {
 		rows = append(rows, []string{htmlCode(s.Name), htmlCode(s.File), htmlCode(short(s.SHA1)), esc(s.Summary)})

@@ -5,10 +5,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ratelimit-dev/ratelimit/race"
+	"github.com/ratelimit-dev/ratelimit/race/racedoc"
 )
 
-func raceHTML(b *strings.Builder, res race.Result) {
+func raceHTML(b *strings.Builder, res racedoc.Result) {
 	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(RaceSentence(res)))
 	htmlServer(b, serverOf(res.Header).String())
 	where := ""
@@ -64,7 +64,7 @@ func raceHTML(b *strings.Builder, res race.Result) {
 const raceLogRatio = 20
 
 // raceLogAxis reports whether the admissions are drawn on a log axis.
-func raceLogAxis(res race.Result) bool {
+func raceLogAxis(res racedoc.Result) bool {
 	small, top := float64(res.Limit), float64(res.Limit)
 	for _, s := range res.Strategies {
 		for _, a := range s.Allowed {

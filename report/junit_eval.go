@@ -3,13 +3,13 @@ package report
 import (
 	"fmt"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/eval/evaldoc"
 )
 
 // evalSuite is an eval run as JUnit: one testcase per check (reply shape,
 // TTL), failed when the check failed. The suite's time is the calls' round
 // trips.
-func evalSuite(res eval.Result) junitSuite {
+func evalSuite(res evaldoc.Result) junitSuite {
 	s := junitSuite{Name: "ratelimit eval"}
 	for _, c := range res.Calls {
 		s.timeS += c.LatencyMs / 1e3
@@ -32,16 +32,16 @@ func evalSuite(res eval.Result) junitSuite {
 
 // evalFailureDetail lists what a check looked at: the keys without a TTL,
 // or each call's reply.
-func evalFailureDetail(res eval.Result, ch eval.Check) string {
+func evalFailureDetail(res evaldoc.Result, ch evaldoc.Check) string {
 	var d string
 	switch ch.ID {
-	case eval.CheckTTL:
+	case evaldoc.CheckTTL:
 		if res.NoTTL != nil {
 			for _, k := range res.NoTTL.Keys {
 				d += fmt.Sprintf("%s (%s, found by %s)\n", k.Key, k.Type, k.Found)
 			}
 		}
-	case eval.CheckReplyShape:
+	case evaldoc.CheckReplyShape:
 		for _, c := range res.Calls {
 			d += fmt.Sprintf("call %d: %s\n", c.N, compactJSON(c.Reply))
 		}
@@ -51,7 +51,7 @@ func evalFailureDetail(res eval.Result, ch eval.Check) string {
 
 // simulateSuite is a simulation as JUnit: one testcase, the Go model
 // against the script.
-func simulateSuite(res eval.SimResult) junitSuite {
+func simulateSuite(res evaldoc.SimResult) junitSuite {
 	s := junitSuite{Name: "ratelimit eval --simulate", timeS: res.WallMs / 1000}
 	detail := fmt.Sprintf("%d arrivals: script admitted %d, model %d\n", res.Arrivals, res.Admitted, res.Model)
 	for _, ch := range res.CheckList() {
@@ -64,6 +64,6 @@ func simulateSuite(res eval.SimResult) junitSuite {
 
 // scriptsSuite is the catalog of embedded scripts: it checks nothing, so
 // its suite is empty.
-func scriptsSuite(eval.Catalog) junitSuite {
+func scriptsSuite(evaldoc.Catalog) junitSuite {
 	return junitSuite{Name: "ratelimit scripts"}
 }

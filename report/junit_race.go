@@ -5,22 +5,22 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ratelimit-dev/ratelimit/race"
+	"github.com/ratelimit-dev/ratelimit/race/racedoc"
 )
 
 // RaceJUnit renders a race result as JUnit XML: one testcase per strategy.
 // A strategy that must be atomic fails when it admitted more than the
 // limit in any trial; a racy one (naive, multi) passes either way, with a
 // note when the race was not reproduced.
-func RaceJUnit(w io.Writer, res race.Result) error {
+func RaceJUnit(w io.Writer, res racedoc.Result) error {
 	return writeJUnit(w, []junitSuite{raceSuite(res)})
 }
 
-func raceSuite(res race.Result) junitSuite {
+func raceSuite(res racedoc.Result) junitSuite {
 	s := junitSuite{Name: "ratelimit race"}
 	checks := res.CheckList()
 	if len(checks) != len(res.Strategies) {
-		checks = race.Checks(res)
+		checks = racedoc.Checks(res)
 	}
 	for i, st := range res.Strategies {
 		var wall float64

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
+	"github.com/ratelimit-dev/ratelimit/cluster/live"
 	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/lualint"
 	"github.com/ratelimit-dev/ratelimit/lualint/lint"
@@ -42,7 +43,7 @@ func ksOfflineResult(t *testing.T) cluster.Result {
 // topology is built from a CLUSTER SLOTS reply.
 func ksLiveResult(t *testing.T) cluster.Result {
 	t.Helper()
-	top := cluster.FromSlots([]redis.ClusterSlot{
+	top := live.FromSlots([]redis.ClusterSlot{
 		{Start: 0, End: 5460, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7101"}, {Addr: "127.0.0.1:7104"}}},
 		{Start: 5461, End: 10922, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7102"}}},
 		{Start: 10923, End: 16383, Nodes: []redis.ClusterNode{{Addr: "127.0.0.1:7103"}}},

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/eval/evaldoc"
 )
 
-func evalMarkdown(b *strings.Builder, res eval.Result) {
+func evalMarkdown(b *strings.Builder, res evaldoc.Result) {
 	fmt.Fprintf(b, "### ratelimit eval: %s\n\n%s\n\n", mdVerdict(res.Pass()), md(evalTitle(res)))
 	mdServer(b, serverOf(res.Header).String())
 	via := "EVALSHA (EVAL on NOSCRIPT)"
@@ -72,9 +72,11 @@ func mdCodes(xs []string) string {
 	return strings.Join(out, " ")
 }
 
-func simulateDesc(res eval.SimResult) string { return limiterSettings(res.Algo, res.Params.ParamsDoc) }
+func simulateDesc(res evaldoc.SimResult) string {
+	return limiterSettings(res.Algo, res.Params.ParamsDoc)
+}
 
-func simulateMarkdown(b *strings.Builder, res eval.SimResult) {
+func simulateMarkdown(b *strings.Builder, res evaldoc.SimResult) {
 	fmt.Fprintf(b, "### ratelimit eval --simulate: %s\n\n", md(fmt.Sprintf("%s (%s, cost %d) under %s arrivals for %s",
 		res.Algo, simulateDesc(res), res.Params.Cost, res.Rate, evalSpan(time.Duration(res.ForMs)*time.Millisecond))))
 	mdServer(b, serverOf(res.Header).String())
@@ -113,7 +115,7 @@ func simulateMarkdown(b *strings.Builder, res eval.SimResult) {
 	}
 }
 
-func scriptsMarkdown(b *strings.Builder, c eval.Catalog) {
+func scriptsMarkdown(b *strings.Builder, c evaldoc.Catalog) {
 	b.WriteString("### ratelimit scripts\n\n")
 	headers := []string{"name", "file", "sha1", "what it does"}
 	exported := false

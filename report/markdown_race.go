@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ratelimit-dev/ratelimit/race"
+	"github.com/ratelimit-dev/ratelimit/race/racedoc"
 )
 
-func raceMarkdown(b *strings.Builder, res race.Result) {
+func raceMarkdown(b *strings.Builder, res racedoc.Result) {
 	fmt.Fprintf(b, "### ratelimit race: %s\n\n", mdVerdict(res.Pass()))
 	b.WriteString(md(RaceSentence(res)) + "\n\n")
 	mdServer(b, serverOf(res.Header).String())

@@ -7,13 +7,13 @@ import (
 	"strings"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
-	"github.com/ratelimit-dev/ratelimit/race"
+	"github.com/ratelimit-dev/ratelimit/race/racedoc"
 )
 
 // RaceSentence says the run in one sentence, e.g. "naive GET+SET admitted
 // 200 of 200; Lua script admitted 10 of 200". A strategy whose trials
 // differ shows the range, "187-200 of 200".
-func RaceSentence(res race.Result) string {
+func RaceSentence(res racedoc.Result) string {
 	parts := make([]string, 0, len(res.Strategies))
 	for _, s := range res.Strategies {
 		n := strconv.Itoa(s.AllowedMin)
@@ -30,7 +30,7 @@ func RaceSentence(res race.Result) string {
 
 // RaceText renders a race result: the sentence, the server line, one row
 // per strategy and trial, the spread across trials, the verdict and notes.
-func RaceText(w io.Writer, res race.Result, o Options) error {
+func RaceText(w io.Writer, res racedoc.Result, o Options) error {
 	st := NewStyles(w, o)
 	var b strings.Builder
 	b.WriteString(st.Title.Render(RaceSentence(res)) + "\n")
@@ -58,7 +58,7 @@ func RaceText(w io.Writer, res race.Result, o Options) error {
 }
 
 // raceTrials is the table of every strategy and trial.
-func raceTrials(res race.Result) table {
+func raceTrials(res racedoc.Result) table {
 	t := table{
 		headers: []string{"strategy", "atomic", "trial", "admitted", "over", "in redis", "lost", "retries", "give-ups", "errors", "p50", "p99", "wall"},
 		right:   []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
@@ -86,7 +86,7 @@ func raceTrials(res race.Result) table {
 }
 
 // raceAcross is the table of each strategy over all its trials.
-func raceAcross(res race.Result) table {
+func raceAcross(res racedoc.Result) table {
 	t := table{headers: []string{"across trials", "min", "median", "max", "p50", "p99", "result"}, right: []int{1, 2, 3, 4, 5}}
 	for _, s := range res.Strategies {
 		t.rows = append(t.rows, []cell{
@@ -99,7 +99,7 @@ func raceAcross(res race.Result) table {
 
 // raceOutcome is a strategy's result: PASS or FAIL for one that must be
 // atomic, whether the race showed for one that is not.
-func raceOutcome(s race.Strategy, limit int64) cell {
+func raceOutcome(s racedoc.Strategy, limit int64) cell {
 	over := s.AllowedMax > int(limit)
 	switch {
 	case s.AtomicExpected && over:
@@ -141,11 +141,11 @@ func raceMedian(m float64) string {
 	return strconv.FormatFloat(m, 'f', 1, 64)
 }
 
-var raceKind = kind[race.Result]{
-	name: race.Kind, version: race.Version,
-	older:    map[int]func([]byte) (race.Result, error){1: raceFromV1},
+var raceKind = kind[racedoc.Result]{
+	name: racedoc.Kind, version: racedoc.Version,
+	older:    map[int]func([]byte) (racedoc.Result, error){1: raceFromV1},
 	validate: validateRace,
-	checks:   race.Result.CheckList,
+	checks:   racedoc.Result.CheckList,
 	text:     RaceText,
 	markdown: raceMarkdown,
 	junit:    raceSuite,
@@ -155,9 +155,9 @@ var raceKind = kind[race.Result]{
 // raceFromV1: admitted becomes allowed, over_admitted over_limit, the
 // microsecond latencies milliseconds, keys key_pattern; the failures are
 // replaced by the checks derived from the strategies.
-func raceFromV1(data []byte) (race.Result, error) {
-	res, err := upgradeTree[race.Result](data, func(t jsonTree) {
-		t["version"] = race.Version
+func raceFromV1(data []byte) (racedoc.Result, error) {
+	res, err := upgradeTree[racedoc.Result](data, func(t jsonTree) {
+		t["version"] = racedoc.Version
 		rename(t, "keys", "key_pattern")
 		delete(t, "failures")
 		for _, s := range objects(t, "strategies") {
@@ -175,7 +175,7 @@ func raceFromV1(data []byte) (race.Result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.Checks = race.Checks(res)
+	res.Checks = racedoc.Checks(res)
 	res.Verdict = doc.Verdict(res.Checks)
 	return res, nil
 }

@@ -12,9 +12,9 @@ import (
 	"unicode"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
-	"github.com/ratelimit-dev/ratelimit/eval"
+	"github.com/ratelimit-dev/ratelimit/eval/evaldoc"
 	"github.com/ratelimit-dev/ratelimit/limiter"
-	"github.com/ratelimit-dev/ratelimit/race"
+	"github.com/ratelimit-dev/ratelimit/race/racedoc"
 	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
@@ -245,7 +245,7 @@ func firstErr(errs ...error) error {
 
 var evalAlgos = []string{"script", string(limiter.TokenBucket), string(limiter.SlidingWindow), string(limiter.FixedWindow), string(limiter.GCRA)}
 
-func validateParams(path string, p eval.ParamsDoc) error {
+func validateParams(path string, p evaldoc.ParamsDoc) error {
 	return firstErr(
 		nonNeg(path+".capacity", p.Capacity), nonNeg(path+".rate_per_s", p.RatePerS), nonNeg(path+".cost", p.Cost),
 		nonNeg(path+".limit", p.Limit), nonNeg(path+".window_ms", p.WindowMs), nonNeg(path+".burst", p.Burst),
@@ -253,7 +253,7 @@ func validateParams(path string, p eval.ParamsDoc) error {
 	)
 }
 
-func validateEval(res eval.Result) error {
+func validateEval(res evaldoc.Result) error {
 	if err := firstErr(
 		oneOf("algo", res.Algo, evalAlgos...),
 		oneOf("reply_shape", res.ReplyShape, "limiter", "raw"),
@@ -289,7 +289,7 @@ func validateEval(res eval.Result) error {
 	return nil
 }
 
-func validateSimulate(res eval.SimResult) error {
+func validateSimulate(res evaldoc.SimResult) error {
 	if err := firstErr(
 		oneOf("algo", res.Algo, evalAlgos[1:]...),
 		validateParams("params", res.Params),
@@ -311,7 +311,7 @@ func validateSimulate(res eval.SimResult) error {
 	return nil
 }
 
-func validateRace(res race.Result) error {
+func validateRace(res racedoc.Result) error {
 	if err := firstErr(
 		oneOf("verdict", res.Verdict, "pass", "fail"),
 		nonNeg("concurrency", res.Concurrency), nonNeg("limit", res.Limit), nonNeg("trials", res.Trials),

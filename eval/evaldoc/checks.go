@@ -1,4 +1,4 @@
-package eval
+package evaldoc
 
 import (
 	"encoding/json"
@@ -7,18 +7,6 @@ import (
 	"strings"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
-)
-
-// Check is one verdict of a run, as every document kind spells it
-// (doc.Check). An eval run makes two: "reply-shape" (the replies can be
-// read as a limiter's decisions) and "ttl" (no key the run touched is left
-// without a TTL).
-type Check = doc.Check
-
-// The ids of eval's checks.
-const (
-	CheckReplyShape = "reply-shape"
-	CheckTTL        = "ttl"
 )
 
 // CheckList returns the run's checks: Checks as Run computed them, or,

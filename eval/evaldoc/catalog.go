@@ -1,10 +1,4 @@
-// Package eval runs rate-limiter Lua scripts against Redis: the embedded
-// limiter scripts of package limiter (token bucket, sliding-window log,
-// fixed window, GCRA), the user's own scripts in redis-cli --eval syntax,
-// and simulations that drive a script through virtual time. It knows
-// nothing of cobra; the command in cmd/eval.go fills Options and renders
-// the Result.
-package eval
+package evaldoc
 
 import (
 	"github.com/ratelimit-dev/ratelimit/doc"
