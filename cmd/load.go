@@ -15,6 +15,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/fault"
 	"github.com/ratelimit-dev/ratelimit/judge"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/report"
@@ -36,6 +37,7 @@ type loadOptions struct {
 	Identities      int
 	IdentityHeader  string
 	ExpectStatus    string
+	LimitedStatus   string
 	MaxFailed       string
 	PreAllocatedVUs int // 0: default (flag not given)
 	MaxVUs          int // 0: default (flag not given)
@@ -190,7 +192,8 @@ as Basic auth and masked in every output and error.`,
 	fl.StringVar(&opts.Body, "body", "", "request body; @FILE reads it from a regular file of at most 16 MiB")
 	fl.IntVar(&opts.Identities, "identities", 1, "spread requests round-robin over N API keys load-<run>-<n> (0: send none)")
 	fl.StringVar(&opts.IdentityHeader, "identity-header", load.DefaultIdentityHeader, "header that carries the API key")
-	fl.StringVar(&opts.ExpectStatus, "expect-status", "200,429", "statuses that are not failures (e.g. 200,429 or 2xx,429)")
+	fl.StringVar(&opts.ExpectStatus, "expect-status", "200,429", "statuses that are not failures (e.g. 200,429 or 2xx,429); a 4xx or 5xx among them is a refusal (see --limited-status)")
+	fl.StringVar(&opts.LimitedStatus, "limited-status", "", "statuses besides 429 that are the limiter's refusals (e.g. 503 for nginx's default); default: the 4xx and 5xx of --expect-status")
 	fl.StringVar(&opts.MaxFailed, "max-failed", "1%", "threshold: most failed requests allowed (unexpected status or transport error)")
 	fl.IntVar(&opts.PreAllocatedVUs, "pre-allocated-vus", load.DefaultPreAllocatedVUs, "VUs started before the clock (at most --max-vus)")
 	fl.IntVar(&opts.MaxVUs, "max-vus", load.DefaultMaxVUs, "most VUs, at least --pre-allocated-vus; an iteration due with none idle beyond this is dropped")
@@ -211,7 +214,7 @@ as Basic auth and masked in every output and error.`,
 	fl.DurationVar(&opts.RecoverWithin, "recover-within", 0, "fail unless the target is back within tolerance this long after each fault ends (0: report the time only)")
 	fl.StringVar(&opts.FaultKey, "fault-key", "", "on a cluster, the key whose primary a failover fault fails over (the target's bucket key, e.g. rl:{ip:127.0.0.1}:token-bucket)")
 	fl.StringVar(&opts.FailoverMode, "failover-mode", string(fault.FailoverForce), "how a failover fault promotes the replica: force, takeover or graceful")
-	fl.StringVar(&opts.Expect, "expect", "", "judge the admitted count: token-bucket:burst=N,rate=R, sliding-window:limit=N,window=D, fixed-window:limit=N,window=D, gcra:rate=R,burst=N, or auto")
+	fl.StringVar(&opts.Expect, "expect", "", "judge the admitted count: "+limiter.SpecSyntax()+", several joined by +, auto (read RateLimit-Policy) or none; default: the advertised RateLimit-Policy when there is one")
 	return c
 }
 
@@ -341,7 +344,11 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 		// a threshold on failed replaces the default --max-failed
 		noMaxFailed = noMaxFailed || th.Metric == "failed" && !opts.maxFailedSet
 	}
-	var expect *judge.Expectation
+	limited, err := limitedStatuses(opts.LimitedStatus, statuses)
+	if err != nil {
+		return load.Options{}, err
+	}
+	expect := judge.Default()
 	if opts.Expect != "" {
 		if expect, err = judge.ParseExpect(opts.Expect); err != nil {
 			return load.Options{}, err
@@ -374,7 +381,7 @@ func (opts *loadOptions) loadOptions() (load.Options, error) {
 		Rate: opts.Rate, Duration: opts.Duration,
 		PreAllocatedVUs: opts.PreAllocatedVUs, MaxVUs: opts.MaxVUs, Timeout: opts.Timeout, HTTPClient: opts.HTTPClient,
 		Identities: opts.Identities, IdentityHeader: opts.IdentityHeader, RunID: runID,
-		ExpectStatus: statuses, MaxFailed: maxFailed, NoMaxFailed: noMaxFailed, Expect: expect,
+		ExpectStatus: statuses, LimitedStatus: limited, MaxFailed: maxFailed, NoMaxFailed: noMaxFailed, Expect: expect,
 		Thresholds: thresholds, AbortOnFail: opts.AbortOnFail, HeaderMode: strings.ToLower(strings.TrimSpace(opts.Headers429)),
 		Now: f.Now,
 	}, nil
@@ -519,4 +526,22 @@ func (opts *loadOptions) runID(target string, seg load.Segment, startAt time.Tim
 		return hex.EncodeToString(sum[:4]), nil
 	}
 	return uuid.NewString()[:8], nil
+}
+
+// limitedStatuses reads --limited-status (a list of statuses, as
+// --expect-status), or, without it, the refusals --expect-status implies
+// (judge.DeclaredRefusals).
+func limitedStatuses(flag string, expected []int) ([]int, error) {
+	var given []int
+	if strings.TrimSpace(flag) != "" {
+		var err error
+		if given, err = load.ParseStatuses(flag); err != nil {
+			return nil, exitcode.Usagef("--limited-status %q: want statuses such as 503 or 503,403", flag)
+		}
+	}
+	out := judge.DeclaredRefusals(given, expected)
+	if _, err := judge.NewRule(out); err != nil {
+		return nil, exitcode.Usagef("--limited-status: %v", err)
+	}
+	return out, nil
 }

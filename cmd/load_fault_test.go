@@ -367,3 +367,25 @@ func TestLoadFaultStandaloneFailover(t *testing.T) {
 	}
 	t.Log(f.Line)
 }
+
+// TestLoadFaultNotBehindTarget: a pause of a Redis the target does not
+// use changes nothing the target does: unaffected, and --during-fault
+// unaffected passes (the fault window judged with the baseline's terms,
+// so neither the pause nor a busy machine inflates or fakes a failure).
+func TestLoadFaultNotBehindTarget(t *testing.T) {
+	r := startFaultRig(t, serve.FailOpen, 2*time.Second)
+	other, err := sandbox.Start(context.Background(), sandbox.Config{})
+	if err != nil {
+		t.Fatalf("start the other sandbox: %v", err)
+	}
+	t.Cleanup(func() { _ = other.Stop() })
+	r.redis = other.URL
+	tf := newTestFactory(t)
+	code, res := loadFault(t, tf, r, "--duration", "7s", "--fault", "pause:2s@3s", "--during-fault", "unaffected")
+	if code != exitcode.OK {
+		t.Fatalf("a pause of another Redis = %d, want 0\n%s", code, tf.ErrOut.String())
+	}
+	if f := faultOf(t, res); f.Behaviour != judge.Unaffected {
+		t.Fatalf("behaviour %q, want unaffected: %s", f.Behaviour, f.Line)
+	}
+}

@@ -36,6 +36,64 @@ import (
 
 // loadBucketTarget is an HTTP target limiting each X-API-Key with a token
 // bucket of 10 at 5/s (the eval/model twin), answering with serve's headers.
+// loadBucketTargetNoPolicy is a bucket of 10 at 5/s per X-API-Key that
+// refuses with 429 and Retry-After but advertises no policy at all.
+func loadBucketTargetNoPolicy(t *testing.T) string {
+	t.Helper()
+	var mu sync.Mutex
+	buckets := map[string]model.Limiter{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("X-API-Key")
+		mu.Lock()
+		b := buckets[key]
+		if b == nil {
+			b = model.NewTokenBucket(10, 5)
+			buckets[key] = b
+		}
+		d := b.Allow(time.Now().UnixMilli(), 1)
+		mu.Unlock()
+		if !d.Allowed {
+			w.Header().Set("Retry-After", header.FormatRetryAfterMs(d.RetryMs))
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// failOpenTarget is a bucket of 10 at 5/s that, on every third request,
+// "misses its Redis deadline" and serves it without deciding: no
+// RateLimit header, not counted.
+func failOpenTarget(t *testing.T) string {
+	t.Helper()
+	var mu sync.Mutex
+	b := model.NewTokenBucket(10, 5)
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		open := n%3 == 0
+		d := b.Allow(time.Now().UnixMilli(), 1)
+		if open {
+			d.Allowed = true
+		}
+		mu.Unlock()
+		w.Header().Set("RateLimit-Policy", `"default";q=10;w=2`)
+		if open {
+			return // failed open: served without the limiter's headers
+		}
+		_ = header.Set(w.Header(), nil, []header.Limit{{Name: "default", Remaining: d.Remaining, Reset: (d.ResetMs + 999) / 1000}})
+		if !d.Allowed {
+			w.Header().Set("Retry-After", header.FormatRetryAfterMs(d.RetryMs))
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 func loadBucketTarget(t *testing.T) *httptest.Server {
 	t.Helper()
 	var mu sync.Mutex
@@ -197,9 +255,20 @@ func TestLoadOutcomeUnreachableMidRun(t *testing.T) {
 // own. forget deletes the buckets of a run's identities afterwards.
 func loadServeTarget(t *testing.T, p limiter.Params, delay time.Duration) (url string, forget func(doc tally.Result)) {
 	t.Helper()
+	return startServe(t, p, delay, "")
+}
+
+// loadServeTargetBroken is loadServeTarget broken on purpose with b.
+func loadServeTargetBroken(t *testing.T, p limiter.Params, b serve.Break) (url string, forget func(doc tally.Result)) {
+	t.Helper()
+	return startServe(t, p, 0, b)
+}
+
+func startServe(t *testing.T, p limiter.Params, delay time.Duration, b serve.Break) (url string, forget func(doc tally.Result)) {
+	t.Helper()
 	tg := redistest.Standalone(t)
 	prefix := "test-" + uuid.NewString()
-	srv, err := serve.Start(serve.Config{Store: redislimit.NewStore(tg.Client), Params: p, KeyPrefix: prefix, Delay: delay,
+	srv, err := serve.Start(serve.Config{Store: redislimit.NewStore(tg.Client), Params: p, KeyPrefix: prefix, Delay: delay, Break: b,
 		// these tests judge load's counting, not serve under a loaded CI
 		// machine: a generous limiter deadline keeps serve from failing
 		// open (and sending no headers) when the 2 cores are busy

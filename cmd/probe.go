@@ -29,6 +29,8 @@ type probeOptions struct {
 	WarnOnly       []string
 	Timeout        time.Duration
 	MaxWait        time.Duration
+	MaxTime        time.Duration
+	LimitedStatus  string
 	Out            string
 }
 
@@ -42,31 +44,39 @@ card: one row per check with PASS, FAIL, WARN or SKIP, the evidence and the fix.
 
 Checks (ids for --skip and --warn-only):
   limited-status      once the quota is gone the endpoint answers 429 (503, 500
-                      and 403 make clients retry at once, elsewhere, or give up)
-  retry-after         every 429 carries Retry-After: seconds >= 1 or a date
+                      and 403 make clients retry at once, elsewhere, or give up;
+                      a status declared with --limited-status is a warning)
+  retry-after         every refusal carries Retry-After: delay-seconds or a date
   retry-after-honest  a client that waits the advertised Retry-After is admitted,
                       and the wait is not far longer than needed (tolerance:
-                      rounding up to whole seconds, plus 300ms)
-  ratelimit-headers   RateLimit and RateLimit-Policy parse (IETF draft), r <= q,
-                      r falls by one per admitted request and is 0 on 429;
-                      legacy X-RateLimit-* alone is a warning
+                      rounding up to whole seconds, plus 300ms); after
+                      Retry-After: 0 (RFC 9110 allows it) the retry at once is
+                      admitted
+  ratelimit-headers   RateLimit and RateLimit-Policy parse (IETF draft, any of
+                      06, 07 and 08 onwards; an older draft is a warning naming
+                      it), r <= q, r falls by one per admitted request and is 0
+                      on 429; legacy X-RateLimit-* alone is a warning
   reset               the quota is full again when RateLimit t (or the legacy
                       reset) says, and not sooner than its rounding allows
   policy              the measured burst and refill match q and w (or --expect)
   cacheable-429       no explicit freshness (max-age, s-maxage, Expires, public)
                       on a 429; missing no-store is a warning
   identity-isolation  a fresh identity has its own quota; requests without one
-                      do not share the identified quota (warning)
+                      do not share the identified quota (warning); a limiter
+                      keyed by the client address only is a warning
   ip-spoofing         rotating X-Forwarded-For, X-Real-IP, Forwarded and
                       True-Client-IP gives no fresh quota to a client whose own
-                      ran out (judged from the probe's own address)
+                      ran out (judged from the probe's own address, against a
+                      control without the header sent right before and after)
   headers-on-success  2xx responses carry the headers 429s carry (warning)
 
 Each phase uses a fresh identity probe-<run>-<letter> in --identity-header;
-requests without one test the client address. The probe sends at most --budget
-requests (default 7 x the advertised quota + 100) and takes about one policy
-window (waits longer than --max-wait are skipped, and the checks that need them
-say so). Without a RateLimit-Policy the policy checks are skipped unless
+requests without one test the client address. When the identities share one
+quota (a limiter keyed by address), the phases run one after another, each
+after a full reset. The probe sends at most --budget requests (default 7 x the
+advertised quota + 100, at most 20000) and stops at --max-time (default a few
+windows); waits longer than --max-wait are skipped, and the checks that need
+them say so. Without a RateLimit-Policy the policy checks are skipped unless
 --expect gives the model (the same syntax as load --expect).
 
 The URL is the argument, else $RATELIMIT_TARGET. Userinfo in it is sent as
@@ -104,6 +114,8 @@ target is unreachable.`,
 	fl.StringSliceVar(&opts.WarnOnly, "warn-only", nil, "checks whose failure is only a warning")
 	fl.DurationVar(&opts.Timeout, "timeout", probe.DefaultTimeout, "timeout of each request")
 	fl.DurationVar(&opts.MaxWait, "max-wait", probe.DefaultMaxWait, "longest wait for a window or a reset to pass")
+	fl.DurationVar(&opts.MaxTime, "max-time", 0, "stop the whole probe after this long (0: a few policy windows, at least 1m)")
+	fl.StringVar(&opts.LimitedStatus, "limited-status", "", "statuses besides 429 the limiter refuses with (e.g. 503 for nginx's default): limited-status is then a warning")
 	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report')")
 	return c
 }
@@ -131,7 +143,12 @@ func runProbe(opts *probeOptions) error {
 		URL: url, Method: strings.ToUpper(strings.TrimSpace(opts.Method)), Header: headers,
 		IdentityHeader: opts.IdentityHeader, Budget: opts.Budget,
 		Skip: trimAll(opts.Skip), WarnOnly: trimAll(opts.WarnOnly),
-		Timeout: opts.Timeout, MaxWait: opts.MaxWait, RunID: uuid.NewString()[:8],
+		Timeout: opts.Timeout, MaxWait: opts.MaxWait, MaxTime: opts.MaxTime, RunID: uuid.NewString()[:8],
+	}
+	if strings.TrimSpace(opts.LimitedStatus) != "" {
+		if po.Limited, err = load.ParseStatuses(opts.LimitedStatus); err != nil {
+			return exitcode.Usagef("--limited-status %q: want statuses such as 503 or 503,403", opts.LimitedStatus)
+		}
 	}
 	if po.Method == "" {
 		return exitcode.Usagef("-X must name an HTTP method")

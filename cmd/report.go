@@ -43,6 +43,7 @@ type reportOptions struct {
 	IdentityTag   string
 	Out           string
 	ExpectStatus  string
+	LimitedStatus string
 	MaxFailed     string
 	Thresholds    []string
 	Headers429    string
@@ -52,7 +53,7 @@ type reportOptions struct {
 }
 
 // fromFlagNames are the flags that only apply with --from.
-var fromFlagNames = []string{"expect", "identity-tag", "out", "expect-status", "max-failed", "threshold", "headers", "reorder-window"}
+var fromFlagNames = []string{"expect", "identity-tag", "out", "expect-status", "limited-status", "max-failed", "threshold", "headers", "reorder-window"}
 
 func newReportCmd(f *Factory, run func(*reportOptions) error) *cobra.Command {
 	opts := &reportOptions{f: f, maxDocument: userfile.MaxDocument}
@@ -164,6 +165,7 @@ than that is refused (exit 2) naming its line.`,
 	fl.StringVar(&opts.IdentityTag, "identity-tag", "", "with --from: the k6 tag, or the vegeta response header, that names each request's identity (one limiter per identity)")
 	fl.StringVar(&opts.Out, "out", "", "with --from: also write the load document to FILE (for 'ratelimit report')")
 	fl.StringVar(&opts.ExpectStatus, "expect-status", "200,429", "with --from: statuses that are not failures, as load")
+	fl.StringVar(&opts.LimitedStatus, "limited-status", "", "with --from: statuses besides 429 that are the limiter's refusals, as load")
 	fl.StringVar(&opts.MaxFailed, "max-failed", "1%", "with --from: threshold on failed requests, as load")
 	fl.StringArrayVar(&opts.Thresholds, "threshold", nil, "with --from: check METRIC OP VALUE at the end, as load (latency from the due time is the latency from the send)")
 	fl.StringVar(&opts.Headers429, "headers", load.HeadersFail, "with --from: broken rate limit headers fail the verdict (fail), are reported only (warn) or are not checked (off)")
@@ -395,12 +397,16 @@ func (opts *reportOptions) recordOptions() (recording.RecordOptions, error) {
 		return o, exitcode.Usagef("--reorder-window must be positive, e.g. 60s")
 	}
 	var err error
+	o.Expect = judge.Default()
 	if opts.Expect != "" {
 		if o.Expect, err = judge.ParseExpect(opts.Expect); err != nil {
 			return o, err
 		}
 	}
 	if o.ExpectStatus, err = load.ParseStatuses(opts.ExpectStatus); err != nil {
+		return o, err
+	}
+	if o.LimitedStatus, err = limitedStatuses(opts.LimitedStatus, o.ExpectStatus); err != nil {
 		return o, err
 	}
 	if o.MaxFailed, err = load.ParsePercent(opts.MaxFailed); err != nil {

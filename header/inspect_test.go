@@ -35,7 +35,7 @@ func TestInspectorMatchesInspect(t *testing.T) {
 	}
 	var c Inspector
 	for i, r := range stream {
-		got := c.Inspect(r.status, r.h, now)
+		got := c.Inspect(r.status, r.h, now, r.status == 429)
 		want := Inspect(r.status, r.h, now)
 		if !reflect.DeepEqual(got.Policies, want.Policies) || !sameErr(got.PolicyErr, want.PolicyErr) ||
 			!sameErr(got.LimitErr, want.LimitErr) || !sameErr(got.RetryAfterErr, want.RetryAfterErr) ||
@@ -46,7 +46,7 @@ func TestInspectorMatchesInspect(t *testing.T) {
 	}
 	// Spot checks of what the stream should have found.
 	var fresh Inspector
-	if in := fresh.Inspect(200, stream[2].h, now); in.LimitErr == nil {
+	if in := fresh.Inspect(200, stream[2].h, now, false); in.LimitErr == nil {
 		t.Errorf("r=8 over q=5 after q=10 was cached: LimitErr nil")
 	}
 	if in := Inspect(200, stream[7].h, now); in.PolicyValue != `"a";q=10;w=2, "b";q=3;w=1` || len(in.Policies) != 2 || in.LimitErr == nil {
@@ -86,7 +86,7 @@ func BenchmarkInspector(b *testing.B) {
 		b.ReportAllocs()
 		var c Inspector
 		for b.Loop() {
-			_ = c.Inspect(200, h, now)
+			_ = c.Inspect(200, h, now, false)
 		}
 	})
 }

@@ -1,43 +1,82 @@
 package header
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Legacy is the pre-standard trio many services still send: X-RateLimit-Limit,
-// X-RateLimit-Remaining, X-RateLimit-Reset (GitHub, Twitter, ...), or the
-// RateLimit-Limit / -Remaining / -Reset fields of drafts up to -06.
+// X-RateLimit-Remaining, X-RateLimit-Reset (GitHub, express-rate-limit's
+// legacyHeaders, slowapi, Flask-Limiter, httprate, ...), or the
+// RateLimit-Limit / -Remaining / -Reset fields of drafts up to 06.
 type Legacy struct {
 	Prefix    string // "X-RateLimit-" or "RateLimit-"
 	Limit     int64  // -1 when absent or unreadable
 	Remaining int64  // -1 when absent or unreadable
-	Reset     int64  // -1 when absent or unreadable; seconds, or a Unix time when ResetIsEpoch
-	// ResetIsEpoch is true when Reset is a Unix timestamp (GitHub's style)
-	// rather than delta seconds: values above 10^9 cannot be a delay anyone
+	// Reset is the reset in whole seconds (a fraction dropped): delta
+	// seconds, or a Unix time when ResetIsEpoch; -1 when absent or
+	// unreadable.
+	Reset int64
+	// ResetIsEpoch is true when Reset is a Unix timestamp (GitHub's and
+	// express-rate-limit's legacy style, slowapi's decimal one) rather
+	// than delta seconds: values above 10^9 cannot be a delay anyone
 	// means (31 years).
 	ResetIsEpoch bool
+	// ResetExact is the reset as sent, fraction included (slowapi sends
+	// 1796326311.1529); -1 when absent.
+	ResetExact float64
+	// Draft is Draft06 for the RateLimit-* family, "" for X-RateLimit-*.
+	Draft string
+}
+
+// Until is how long from now the reset is, and how much the value's
+// rounding can hide: a whole-second Unix time read against a clock is off
+// by up to 2 s, a decimal one by the clocks' difference only (taken as
+// 1 s), delta seconds by 1 s. ok is false without a readable reset.
+func (l Legacy) Until(now time.Time) (d, rounding time.Duration, ok bool) {
+	if l.ResetExact < 0 {
+		return 0, 0, false
+	}
+	if !l.ResetIsEpoch {
+		return time.Duration(l.ResetExact * float64(time.Second)), time.Second, true
+	}
+	// to the µs: a double holds a Unix time's fraction to about 1e-7 s
+	sec := math.Floor(l.ResetExact)
+	at := time.Unix(int64(sec), int64(math.Round((l.ResetExact-sec)*1e6))*1e3)
+	rounding = 2 * time.Second
+	if l.ResetExact != math.Trunc(l.ResetExact) {
+		rounding = time.Second
+	}
+	return max(at.Sub(now), 0), rounding, true
 }
 
 // ParseLegacy looks for the legacy fields on h, X-RateLimit-* first. ok is
 // false when none of the three is present. A value is read up to the first
-// ',' or ';' (draft-03 style `10, 10;w=1` lists the limit first).
+// ',' or ';' (draft-03 style `10, 10;w=1` lists the limit first); a reset
+// may be a decimal.
 func ParseLegacy(h http.Header) (l Legacy, ok bool) {
 	for _, f := range legacyFamilies {
 		prefix := f[0]
 		lim, okL := legacyInt(h, f[1])
 		rem, okR := legacyInt(h, f[2])
-		rst, okT := legacyInt(h, f[3])
+		rst, okT := legacyNumber(h, f[3])
 		if !okL && !okR && !okT {
 			continue
 		}
-		return Legacy{
-			Prefix: prefix, Limit: lim, Remaining: rem, Reset: rst,
-			ResetIsEpoch: rst > 1_000_000_000,
-		}, true
+		l := Legacy{Prefix: prefix, Limit: lim, Remaining: rem, Reset: -1, ResetExact: rst}
+		if rst >= 0 {
+			l.Reset = int64(math.Floor(rst))
+			l.ResetIsEpoch = rst > 1_000_000_000
+		}
+		if prefix == "RateLimit-" {
+			l.Draft = Draft06
+		}
+		return l, true
 	}
-	return Legacy{Limit: -1, Remaining: -1, Reset: -1}, false
+	return Legacy{Limit: -1, Remaining: -1, Reset: -1, ResetExact: -1}, false
 }
 
 // legacyFamilies: display prefix, then the canonical keys of limit,
@@ -47,20 +86,48 @@ var legacyFamilies = [...][4]string{
 	{"RateLimit-", "Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Reset"},
 }
 
-// legacyInt reports the field's leading integer (-1 when unreadable) and
+// legacyValue is the field's value up to the first ',' or ';', and
 // whether the field is present at all.
-func legacyInt(h http.Header, key string) (int64, bool) {
+func legacyValue(h http.Header, key string) (string, bool) {
 	vs := h[key]
 	if len(vs) == 0 {
-		return -1, false
+		return "", false
 	}
 	v := vs[0]
 	if i := strings.IndexAny(v, ",;"); i >= 0 {
 		v = v[:i]
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	return strings.TrimSpace(v), true
+}
+
+// legacyInt reports the field's leading integer (-1 when unreadable) and
+// whether the field is present at all.
+func legacyInt(h http.Header, key string) (int64, bool) {
+	v, ok := legacyValue(h, key)
+	if !ok {
+		return -1, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
 		return -1, true
 	}
 	return n, true
+}
+
+// legacyNumber reports the field's leading number, a decimal allowed
+// (-1 when unreadable, negative, not finite or beyond year 9999), and
+// whether the field is present at all.
+func legacyNumber(h http.Header, key string) (float64, bool) {
+	v, ok := legacyValue(h, key)
+	if !ok {
+		return -1, false
+	}
+	if v == "" || v[0] < '0' || v[0] > '9' {
+		return -1, true
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f > 253402300799 {
+		return -1, true
+	}
+	return f, true
 }

@@ -55,7 +55,8 @@ func TestCheckRetryAfter(t *testing.T) {
 		{[]string{"Sun, 01 Jun 2025 12:00:30 GMT"}, ""},
 		{[]string{"Sun, 01 Jun 2025 11:00:00 GMT"}, ""}, // past dates are the client's clock's business
 		{nil, "missing"},
-		{[]string{"0"}, "at least 1"},
+		{[]string{"0"}, ""}, // RFC 9110 allows it: whether it is honest is evidence, not syntax
+		{[]string{"1.993"}, "digits only"},
 		{[]string{"1", "2"}, "appears 2 times"},
 		{[]string{"later"}, "neither"},
 	}
@@ -64,9 +65,57 @@ func TestCheckRetryAfter(t *testing.T) {
 		for _, v := range tt.values {
 			h.Add("Retry-After", v)
 		}
-		_, err := CheckRetryAfter(h, now)
+		ra, err := CheckRetryAfter(h, now)
 		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("CheckRetryAfter(%q) = %v, want %q", tt.values, err, tt.err)
+		}
+		if err == nil && ra.Zero() != (len(tt.values) == 1 && tt.values[0] == "0") {
+			t.Errorf("CheckRetryAfter(%q).Zero() = %v", tt.values, ra.Zero())
+		}
+	}
+}
+
+// TestInspectDrafts: every draft libraries send is read, named, and its
+// policy found where the current draft's is.
+func TestInspectDrafts(t *testing.T) {
+	now := time.Unix(1796326310, 0)
+	mk := func(kv ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			h.Add(kv[i], kv[i+1])
+		}
+		return h
+	}
+	tests := []struct {
+		name  string
+		h     http.Header
+		draft string
+		q, w  int64
+		r     int64
+		bad   bool
+	}{
+		{"current", mk("RateLimit-Policy", `"default";q=10;w=2`, "RateLimit", `"default";r=9;t=2`), DraftCurrent, 10, 2, 9, false},
+		{"draft-07 (express 'draft-7')", mk("RateLimit-Policy", "10;w=2", "RateLimit", "limit=10, remaining=9, reset=2"), Draft07, 10, 2, 9, false},
+		{"draft-06 (express standardHeaders: true)", mk("RateLimit-Policy", "10;w=2", "RateLimit-Limit", "10", "RateLimit-Remaining", "9", "RateLimit-Reset", "2"), Draft06, 10, 2, 9, false},
+		{"draft-06 without policy", mk("RateLimit-Limit", "10", "RateLimit-Remaining", "9", "RateLimit-Reset", "2"), Draft06, 10, 0, 9, false},
+		{"draft-07 r over limit", mk("RateLimit", "limit=10, remaining=11, reset=2"), Draft07, 10, 0, 11, true},
+		{"draft-06 epoch reset", mk("RateLimit-Limit", "10", "RateLimit-Remaining", "9", "RateLimit-Reset", "1796326312"), Draft06, 10, 0, 9, true},
+		{"legacy only", mk("X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "9", "X-RateLimit-Reset", "1796326311.1529"), "", 0, 0, -1, false},
+	}
+	for _, tt := range tests {
+		in := Inspect(200, tt.h, now)
+		if in.Draft != tt.draft {
+			t.Errorf("%s: draft %q, want %q", tt.name, in.Draft, tt.draft)
+		}
+		if (in.LimitErr != nil || in.PolicyErr != nil) != tt.bad {
+			t.Errorf("%s: errors %v, %v; want bad %v", tt.name, in.LimitErr, in.PolicyErr, tt.bad)
+		}
+		p, ok := in.Policy()
+		if tt.q > 0 && (!ok || p.Quota != tt.q || p.Window != tt.w) && !tt.bad {
+			t.Errorf("%s: policy %+v, %v; want q=%d w=%d", tt.name, p, ok, tt.q, tt.w)
+		}
+		if tt.r >= 0 && (len(in.Limits) == 0 || in.Limits[0].Remaining != tt.r) {
+			t.Errorf("%s: limits %+v, want r=%d", tt.name, in.Limits, tt.r)
 		}
 	}
 }
@@ -163,18 +212,36 @@ func TestParseLegacy(t *testing.T) {
 		want   Legacy
 	}{
 		{"github", http.Header{"X-Ratelimit-Limit": {"60"}, "X-Ratelimit-Remaining": {"59"}, "X-Ratelimit-Reset": {"1748779230"}}, true,
-			Legacy{Prefix: "X-RateLimit-", Limit: 60, Remaining: 59, Reset: 1748779230, ResetIsEpoch: true}},
+			Legacy{Prefix: "X-RateLimit-", Limit: 60, Remaining: 59, Reset: 1748779230, ResetIsEpoch: true, ResetExact: 1748779230}},
+		{"slowapi's decimal epoch", http.Header{"X-Ratelimit-Limit": {"3"}, "X-Ratelimit-Remaining": {"2"}, "X-Ratelimit-Reset": {"1796326311.1529"}}, true,
+			Legacy{Prefix: "X-RateLimit-", Limit: 3, Remaining: 2, Reset: 1796326311, ResetIsEpoch: true, ResetExact: 1796326311.1529}},
 		{"draft-03", http.Header{"Ratelimit-Limit": {"10, 10;w=1"}, "Ratelimit-Remaining": {"3"}, "Ratelimit-Reset": {"1"}}, true,
-			Legacy{Prefix: "RateLimit-", Limit: 10, Remaining: 3, Reset: 1}},
+			Legacy{Prefix: "RateLimit-", Limit: 10, Remaining: 3, Reset: 1, ResetExact: 1, Draft: Draft06}},
 		{"only remaining, garbage limit", http.Header{"X-Ratelimit-Remaining": {"5"}, "X-Ratelimit-Limit": {"lots"}}, true,
-			Legacy{Prefix: "X-RateLimit-", Limit: -1, Remaining: 5, Reset: -1}},
-		{"none", http.Header{"Ratelimit": {`"d";r=1`}}, false, Legacy{Limit: -1, Remaining: -1, Reset: -1}},
+			Legacy{Prefix: "X-RateLimit-", Limit: -1, Remaining: 5, Reset: -1, ResetExact: -1}},
+		{"negative reset", http.Header{"X-Ratelimit-Reset": {"-3"}}, true,
+			Legacy{Prefix: "X-RateLimit-", Limit: -1, Remaining: -1, Reset: -1, ResetExact: -1}},
+		{"none", http.Header{"Ratelimit": {`"d";r=1`}}, false, Legacy{Limit: -1, Remaining: -1, Reset: -1, ResetExact: -1}},
 	}
 	for _, tt := range tests {
 		got, ok := ParseLegacy(tt.header)
 		if ok != tt.ok || got != tt.want {
 			t.Errorf("%s: ParseLegacy = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
 		}
+	}
+	// a decimal epoch is read to the fraction; whole seconds carry more rounding
+	now := time.Unix(1796326310, 0)
+	l, _ := ParseLegacy(http.Header{"X-Ratelimit-Reset": {"1796326311.1529"}})
+	if d, r, ok := l.Until(now); !ok || d != 1152900*time.Microsecond || r != time.Second {
+		t.Errorf("Until(decimal epoch) = %v, %v, %v", d, r, ok)
+	}
+	l, _ = ParseLegacy(http.Header{"X-Ratelimit-Reset": {"1796326312"}})
+	if d, r, ok := l.Until(now); !ok || d != 2*time.Second || r != 2*time.Second {
+		t.Errorf("Until(epoch) = %v, %v, %v", d, r, ok)
+	}
+	l, _ = ParseLegacy(http.Header{"Ratelimit-Reset": {"7"}})
+	if d, r, ok := l.Until(now); !ok || d != 7*time.Second || r != time.Second {
+		t.Errorf("Until(delta) = %v, %v, %v", d, r, ok)
 	}
 }
 

@@ -49,23 +49,49 @@ const (
 // section 3.3.1: at most 15 digits).
 const maxInteger = 999_999_999_999_999
 
+// The drafts of draft-ietf-httpapi-ratelimit-headers whose syntax the
+// parsers read. Libraries in use send all of them (express-rate-limit's
+// standardHeaders: true is draft-06, 'draft-7' is draft-07); a field in an
+// older draft's syntax is read the same way and reported by its draft.
+const (
+	// DraftCurrent (08 onwards): RateLimit-Policy: "name";q=10;w=2 and
+	// RateLimit: "name";r=9;t=2, Lists of named Items.
+	DraftCurrent = "draft-08+"
+	// Draft07: RateLimit: limit=10, remaining=9, reset=2 (a Dictionary)
+	// and RateLimit-Policy: 10;w=2 (Integer Items).
+	Draft07 = "draft-07"
+	// Draft06: RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset (one
+	// Integer each) and RateLimit-Policy: 10;w=2.
+	Draft06 = "draft-06"
+	// DraftPre08Policy is RateLimit-Policy in the Integer syntax drafts
+	// 06 and 07 share ("10;w=2, 100;w=60"); the other fields tell which.
+	DraftPre08Policy = "draft-06/07"
+)
+
 // Policy is one Quota Policy Item of RateLimit-Policy:
 // `"default";q=10;w=2` is Policy{Name: "default", Quota: 10, Window: 2}.
+// The older drafts' `10;w=2` is Policy{Quota: 10, Window: 2, Draft:
+// DraftPre08Policy}.
 type Policy struct {
-	Name         string // policy identifier (an sf-string)
+	Name         string // policy identifier (an sf-string); "" in the older syntax
 	Quota        int64  // q: quota in quota units, >= 0 (required)
 	Window       int64  // w: time window in seconds, > 0; 0 means absent
 	QuotaUnit    string // qu: quota unit; "" means absent (default "requests")
 	PartitionKey string // pk: partition key bytes (an sf-binary); "" means absent
+	Draft        string // "" for the current syntax, else DraftPre08Policy
 }
 
 // Limit is one Service Limit Item of RateLimit:
 // `"default";r=0;t=1` is Limit{Name: "default", Remaining: 0, Reset: 1}.
+// Draft-07's `limit=10, remaining=0, reset=1` is Limit{Quota: 10,
+// Remaining: 0, Reset: 1, Draft: Draft07}.
 type Limit struct {
 	Name         string // policy identifier this limit belongs to
 	Remaining    int64  // r: remaining quota units, >= 0 (required)
 	Reset        int64  // t: seconds until more quota is available, >= 0; -1 means absent
 	PartitionKey string // pk: partition key bytes; "" means absent
+	Quota        int64  // draft-07's limit=; 0 when absent (the current draft has none)
+	Draft        string // "" for the current syntax, else Draft07
 }
 
 // NoReset is the Limit.Reset value for a limit without the t parameter.
@@ -237,7 +263,9 @@ func Set(h http.Header, ps []Policy, ls []Limit) error {
 // that is not a Structured Field List, on a member that is not a String (or,
 // leniently, a Token: draft revisions disagree) or has a missing q, and on
 // parameters of the wrong type or range (q >= 0, w > 0, qu a String, pk a
-// Byte Sequence). Unknown parameters are comments and are ignored.
+// Byte Sequence). Unknown parameters are comments and are ignored. A member
+// that is an Integer is the drafts 06 and 07's syntax, `10;w=2`: the
+// quota is the Integer (Draft DraftPre08Policy).
 func ParsePolicies(lines []string) ([]Policy, error) {
 	items, err := parseList(NamePolicy, lines)
 	if err != nil {
@@ -246,6 +274,20 @@ func ParsePolicies(lines []string) ([]Policy, error) {
 	out := make([]Policy, 0, len(items))
 	for i, it := range items {
 		p := Policy{}
+		if n, isInt := it.Value.(int64); isInt {
+			if n < 0 {
+				return nil, invalidf("%s member %d: the quota %d must not be negative", NamePolicy, i, n)
+			}
+			w, ok, err := intParam(it, "w")
+			switch {
+			case err != nil:
+				return nil, invalidf("%s member %d: %v", NamePolicy, i, err)
+			case ok && w <= 0:
+				return nil, invalidf("%s member %d: w=%d must be a positive number of seconds", NamePolicy, i, w)
+			}
+			out = append(out, Policy{Quota: n, Window: w, Draft: DraftPre08Policy})
+			continue
+		}
 		if p.Name, err = itemName(NamePolicy, i, it); err != nil {
 			return nil, err
 		}
@@ -288,7 +330,15 @@ func ParsePolicies(lines []string) ([]Policy, error) {
 // ParseLimits parses the RateLimit field lines into service limits. It fails
 // on syntax that is not a Structured Field List, on a missing r, on r or t
 // that is not a non-negative Integer and on pk that is not a Byte Sequence.
+// A Dictionary with limit, remaining and reset is draft-07's syntax: one
+// Limit with Draft Draft07.
 func ParseLimits(lines []string) ([]Limit, error) {
+	if l, ok, err := parseDraft07(lines); ok {
+		if err != nil {
+			return nil, err
+		}
+		return []Limit{l}, nil
+	}
 	items, err := parseList(NameRateLimit, lines)
 	if err != nil {
 		return nil, err
@@ -326,12 +376,68 @@ func ParseLimits(lines []string) ([]Limit, error) {
 	return out, nil
 }
 
+// parseDraft07 reads draft-07's RateLimit, a Dictionary of Integers
+// `limit=10, remaining=9, reset=2`; ok is false when the field is not a
+// Dictionary holding remaining (then it is the current draft's List).
+func parseDraft07(lines []string) (Limit, bool, error) {
+	joined := strings.Join(lines, ",")
+	if !strings.Contains(joined, "remaining=") {
+		return Limit{}, false, nil
+	}
+	d, err := httpsfv.UnmarshalDictionary(lines)
+	if err != nil {
+		return Limit{}, false, nil
+	}
+	l := Limit{Reset: NoReset, Draft: Draft07}
+	get := func(key string) (int64, bool, error) {
+		m, ok := d.Get(key)
+		if !ok {
+			return 0, false, nil
+		}
+		it, isItem := m.(httpsfv.Item)
+		n, isInt := it.Value.(int64)
+		if !isItem || !isInt || n < 0 {
+			return 0, true, invalidf("%s (draft-07 syntax): %s must be a non-negative Integer", NameRateLimit, key)
+		}
+		return n, true, nil
+	}
+	r, ok, err := get("remaining")
+	if !ok {
+		return Limit{}, false, nil
+	}
+	if err != nil {
+		return Limit{}, true, err
+	}
+	l.Remaining = r
+	if q, ok, err := get("limit"); err != nil {
+		return Limit{}, true, err
+	} else if ok {
+		l.Quota = q
+	}
+	if t, ok, err := get("reset"); err != nil {
+		return Limit{}, true, err
+	} else if ok {
+		l.Reset = t
+	}
+	return l, true, nil
+}
+
 // CheckConsistent cross-checks the two fields of one response: every limit
-// whose name matches a policy must have r <= q.
+// whose name matches a policy must have r <= q, and a draft-07 limit's r
+// its own limit= and the first policy's quota.
 func CheckConsistent(ps []Policy, ls []Limit) error {
 	for _, l := range ls {
+		if l.Draft == Draft07 {
+			if l.Quota > 0 && l.Remaining > l.Quota {
+				return invalidf("%s: remaining=%d exceeds limit=%d", NameRateLimit, l.Remaining, l.Quota)
+			}
+			if len(ps) > 0 && ps[0].Draft != "" && l.Remaining > ps[0].Quota {
+				return invalidf("%s: remaining=%d exceeds the policy's quota %d", NameRateLimit, l.Remaining, ps[0].Quota)
+			}
+			continue
+		}
 		for _, p := range ps {
-			if p.Name == l.Name && l.Remaining > p.Quota {
+			if p.Name == l.Name && p.Draft == "" && l.Remaining > p.Quota {
 				return invalidf("%s %q: r=%d exceeds the policy's q=%d", NameRateLimit, l.Name, l.Remaining, p.Quota)
 			}
 		}

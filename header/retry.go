@@ -43,9 +43,12 @@ func ParseRetryAfter(v string, now time.Time) (RetryAfter, error) {
 	return RetryAfter{Delay: t.Sub(now), IsDate: true, Date: t}, nil
 }
 
-// CheckRetryAfter applies the rule `ratelimit load` holds a 429 to: the
-// field is present and is delay-seconds of at least 1, or an HTTP-date.
-// (A date in the past is not flagged: clocks differ.)
+// CheckRetryAfter applies the rule a refusal is held to: the field is
+// present once and is delay-seconds or an HTTP-date (RFC 9110 section
+// 10.2.3). A date in the past is not flagged: clocks differ. Nor is
+// delay-seconds 0, which RFC 9110 allows: whether a client told 0 is
+// refused on retrying at once is a matter of evidence (probe retries at
+// once; load watches the same identity's next request), not of syntax.
 func CheckRetryAfter(h http.Header, now time.Time) (RetryAfter, error) {
 	vs := h[NameRetryAfter] // canonical already
 	switch len(vs) {
@@ -55,15 +58,11 @@ func CheckRetryAfter(h http.Header, now time.Time) (RetryAfter, error) {
 	default:
 		return RetryAfter{}, invalidf("%s appears %d times", NameRetryAfter, len(vs))
 	}
-	ra, err := ParseRetryAfter(vs[0], now)
-	if err != nil {
-		return ra, err
-	}
-	if !ra.IsDate && ra.Delay < time.Second {
-		return ra, invalidf("%s %q: delay-seconds must be at least 1", NameRetryAfter, vs[0])
-	}
-	return ra, nil
+	return ParseRetryAfter(vs[0], now)
 }
+
+// Zero reports whether the value is delay-seconds 0: "retry at once".
+func (r RetryAfter) Zero() bool { return !r.IsDate && r.Delay == 0 }
 
 // FormatRetryAfter writes d as delay-seconds, rounded up to a whole second
 // and never below 1 (a client told "0" retries at once).

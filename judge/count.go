@@ -28,6 +28,12 @@ type Judged struct {
 	Readings          []Reading `json:"readings,omitempty"` // auto: each reading of the policy
 	Fits              string    `json:"fits,omitempty"`     // auto: the reading that fits best
 	Note              string    `json:"note,omitempty"`
+	// NotJudged: no --expect was given and the target advertised no
+	// policy, so the count was not judged (Note says so).
+	NotJudged bool `json:"not_judged,omitempty"`
+	// Implicit: no --expect was given; the count was judged against the
+	// policy the target advertised.
+	Implicit bool `json:"implicit,omitempty"`
 
 	judged *Expectation // the model judged against (the best reading under auto)
 }
@@ -259,8 +265,13 @@ func (s *Stream) Finish(identities int, jitterMs float64, policy string) Judged 
 		out.Pass = abs(out.Observed-e) <= out.Tolerance
 		return out
 	}
+	out.Implicit = s.x.Implicit
 	if s.readings == nil {
 		out.Note = "no RateLimit-Policy with q > 0 and w > 0 to read; pass --expect MODEL:params"
+		if s.x.Implicit {
+			out.NotJudged, out.Pass = true, true
+			out.Note = "the admitted count was not judged: no --expect model was given and the target advertises no RateLimit-Policy"
+		}
 		return out
 	}
 	best := -1
@@ -280,6 +291,9 @@ func (s *Stream) Finish(identities int, jitterMs float64, policy string) Judged 
 			out.judged = &s.readings[i]
 			out.Expected, out.Tol, out.Tolerance, out.ExpectedPerSecond = e, tol, tol.Total(), perSec
 			out.Description = fmt.Sprintf("RateLimit-Policy %s read as %s", policyWords(s.policy), r.Description)
+			if s.x.Implicit {
+				out.Description = fmt.Sprintf("the advertised RateLimit-Policy %s read as %s (no --expect given; --expect none opts out)", policyWords(s.policy), r.Description)
+			}
 		}
 	}
 	if len(fits) > 0 {

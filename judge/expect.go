@@ -19,6 +19,9 @@ type Expectation struct {
 	Spec string // as given, e.g. "token-bucket:burst=10,rate=5/s"
 	Auto bool   // read the model from RateLimit-Policy
 	None bool   // judge no admitted count, even when a policy is advertised
+	// Implicit: auto because no --expect was given; a target that
+	// advertises no policy is then not judged (rather than failed).
+	Implicit bool
 	// Parts are the models that must all admit a request; empty under
 	// Auto and None.
 	Parts []limiter.Params
@@ -47,6 +50,10 @@ func ParseExpect(s string) (*Expectation, error) {
 	}
 	return x, nil
 }
+
+// Default is the expectation of a run given no --expect: judge against
+// the policy the target advertises, if any.
+func Default() *Expectation { return &Expectation{Spec: "auto", Auto: true, Implicit: true} }
 
 // Of is the expectation of one model.
 func Of(p limiter.Params) Expectation {

@@ -124,7 +124,7 @@ func (f *FaultPlan) Validate(duration time.Duration, x *Expectation) error {
 	if f.RecoverWithin < 0 {
 		return exitcode.Usagef("--recover-within must not be negative")
 	}
-	if !x.Judges() {
+	if !x.Judges() || x.Implicit {
 		return exitcode.Usagef("--fault judges every window against the limiter's model: add --expect (e.g. --expect token-bucket:burst=10,rate=5/s, or --expect auto to read RateLimit-Policy)")
 	}
 	first, last := f.Specs[0], f.Specs[len(f.Specs)-1]

@@ -55,3 +55,20 @@ func (r Rule) String() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// DeclaredRefusals are the refusal statuses besides 429 a run counts:
+// those given (--limited-status), or else the 4xx and 5xx statuses the
+// user expects (--expect-status 200,503 says 503 is an answer, not a
+// failure: for a limiter such as nginx's default, its refusal).
+func DeclaredRefusals(given, expected []int) []int {
+	if len(given) > 0 {
+		return given
+	}
+	var out []int
+	for _, s := range expected {
+		if s >= 400 && s <= 599 && s != http.StatusTooManyRequests {
+			out = append(out, s)
+		}
+	}
+	return out
+}

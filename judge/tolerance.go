@@ -62,3 +62,19 @@ func abs(x int64) int64 {
 	}
 	return x
 }
+
+// Explain shows the tolerance a document recorded (total) with its terms,
+// and which timing term dominated, in words: "shift" means the target
+// decided well after the send (requests queued), so replaying at the
+// sends alone would have misjudged; "jitter" the spread of the latency;
+// neither when both are 0.
+func (t Tolerance) Explain(total int64) string {
+	s := fmt.Sprintf("tolerance ±%d = max(jitter %d, shift %d) + rounding %d + unknown %d", total, t.Jitter, t.Shift, t.Rounding, t.Unknown)
+	switch {
+	case t.Shift > t.Jitter:
+		s += "; the shift dominates: the target decided some requests well after they were sent (queued), and the count between the sends and the answers moves by that much"
+	case t.Jitter > 0:
+		s += "; the jitter dominates: the spread of the latency can move admissions across a refill or a window's edge"
+	}
+	return s
+}

@@ -37,6 +37,7 @@ type engine struct {
 
 	idle   idleStack
 	st     *tally.Statuses // which statuses are refusals and which are not failures
+	zeros  *tally.Zeros    // what each identity's Retry-After: 0 was worth
 	record bool            // keep every arrival (for the verdict)
 	maxLat int64           // histogram ceiling, µs
 
@@ -111,7 +112,7 @@ func Run(ctx context.Context, o Options) (*tally.Result, error) {
 	}
 	rule, _ := judge.NewRule(o.LimitedStatus) // checked by withDefaults
 	e := &engine{o: o, sched: sched, parent: ctx, record: o.Expect.Judges() || o.Faults != nil,
-		st: tally.NewStatuses(rule, o.ExpectStatus)}
+		st: tally.NewStatuses(rule, o.ExpectStatus), zeros: tally.NewZeros(o.Identities)}
 	e.maxLat = int64((o.Timeout + MaxLateness + 5*time.Second) / time.Microsecond)
 	if !o.NoMaxFailed {
 		e.checks = append(e.checks, judge.MaxFailed(o.MaxFailed))
@@ -323,7 +324,7 @@ func (e *engine) run(ctx context.Context) *tally.Result {
 		Target: secret.URL(o.Target), Method: o.Method, StartedAt: e.startWall,
 		Rate: o.Rate.String(), RatePerS: o.Rate.PerSecond(),
 		DurationS: o.Duration.Seconds(), ElapsedS: elapsed.Seconds(), TimeoutS: o.Timeout.Seconds(),
-		Identities: o.Identities, RunID: o.RunID,
+		Identities: o.Identities, RunID: o.RunID, LimitedStatus: e.st.Rule.Declared(),
 		Planned: planned, Sent: sent,
 		DroppedNoVU: droppedNoVU, DroppedLate: droppedLate, Dropped: droppedNoVU + droppedLate,
 		Interrupted: interrupted, Aborted: e.aborted.Load(),
@@ -340,10 +341,15 @@ func (e *engine) do(v *vu, j job) {
 	k := int(j.i % int64(len(e.reqs)))
 	send := time.Since(e.start)
 	status, h, err := v.conn.do(k)
+	zero := false
 	if status != 0 {
 		v.t.Inspect(status, h, e.startWall.Add(send))
+		zero = v.t.Zero()
 	}
 	done := time.Since(e.start)
+	if status != 0 {
+		e.zeros.Observe(v.t, k, int64(send), int64(done), e.st.Rule.Limited(status), zero)
+	}
 	v.add(j, send, done, status, e.errKind(status, err))
 }
 

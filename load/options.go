@@ -288,6 +288,13 @@ func (o Options) withDefaults() (Options, error) {
 		}
 		ceiling, why = MaxPlannedExpect, " with --fault (every arrival is kept for the windows)"
 	}
+	if o.Expect != nil && o.Expect.Implicit {
+		// judging the advertised policy by default keeps every arrival:
+		// a plan too large for that is run without it
+		if n, err := rate.PlannedCount(o.Rate, o.Duration); err == nil && n.Cmp(big.NewInt(MaxPlannedExpect)) > 0 {
+			o.Expect = nil
+		}
+	}
 	if o.Expect.Judges() {
 		ceiling, why = MaxPlannedExpect, " with --expect (every arrival is kept for the replay)"
 	}

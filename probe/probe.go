@@ -13,8 +13,14 @@
 // identity header (X-API-Key by default), so phases do not disturb one
 // another: A measures the burst and the refill, E the Retry-After, B the
 // isolation, C and D the reset time; requests without an identity (keyed by
-// the probe's own address) test client-IP spoofing. The target's limiter
-// keeps its buckets; they expire by its own rules.
+// the probe's own address) test client-IP spoofing. The timed phases each
+// run at their own time, whatever the others do. A limiter that keys only
+// by the client's address (express-rate-limit's default, nginx's usual
+// $binary_remote_addr) gives every identity one shared quota: the probe
+// sees it (a fresh identity refused right after another ran out) and then
+// runs the remaining phases one after another, each after a full reset, so
+// no phase judges what another one spent. The target's limiter keeps its
+// buckets; they expire by its own rules.
 package probe
 
 import (
@@ -82,16 +88,36 @@ const (
 	DefaultMaxWait = 70 * time.Second
 	// unknownQuotaCap bounds one exhaustion when the quota is unknown.
 	unknownQuotaCap = 200
+	// MaxBudget is the most requests --budget may allow, and the default
+	// budget's ceiling: a target that advertises q=1000000 is not worth a
+	// million requests; its checks that need more are skipped, saying so.
+	MaxBudget = 20_000
+	// MaxQuotaExhausted is the largest quota the probe spends: above it
+	// the phases that run a quota dry are skipped.
+	MaxQuotaExhausted = 2_000
+	// MaxMaxTime bounds --max-time.
+	MaxMaxTime = time.Hour
+	// MaxHeaderBytes caps a response's headers; MaxBodyBytes the body read
+	// of each response (the rest is dropped with the connection).
+	MaxHeaderBytes = 64 << 10
+	MaxBodyBytes   = 64 << 10
 )
 
 // DefaultBudget is the request budget for a quota q (0: unknown): enough
 // to exhaust it six times (the burst, the refill, the Retry-After, the
-// client-IP and two reset phases), plus polling and spoofing attempts.
+// client-IP and two reset phases), plus polling and spoofing attempts,
+// at most MaxBudget.
 func DefaultBudget(q int64) int {
 	if q <= 0 {
 		return 6*unknownQuotaCap + 100
 	}
-	return int(min(7*q+100, 1_000_000))
+	return int(min(7*q+100, MaxBudget))
+}
+
+// DefaultMaxTime is the probe's time bound for a window w (0: unknown):
+// a few windows, for the phases that wait for a reset, at least a minute.
+func DefaultMaxTime(w time.Duration) time.Duration {
+	return min(max(time.Minute, 8*w+30*time.Second), MaxMaxTime)
 }
 
 // Options configure a probe.
@@ -114,9 +140,15 @@ type Options struct {
 	Skip, WarnOnly []string
 	Timeout        time.Duration // each request; DefaultTimeout when 0
 	MaxWait        time.Duration // DefaultMaxWait when 0
-	RunID          string        // names the identities; required
-	// Client sends the requests; nil means one keep-alive connection at a
-	// time (so spoofing attempts come over the same connection).
+	// MaxTime bounds the whole probe; 0 means DefaultMaxTime of the
+	// window. Phases that cannot finish within it are skipped, saying so.
+	MaxTime time.Duration
+	// Limited are statuses besides 429 the user declared the limiter's
+	// refusals (--limited-status): limited-status is then a warning.
+	Limited []int
+	RunID   string // names the identities; required
+	// Client sends the requests; nil means a client of a few keep-alive
+	// connections, response headers capped at MaxHeaderBytes.
 	Client *http.Client
 	// Progress, when set, gets one short line per phase.
 	Progress io.Writer
@@ -135,10 +167,16 @@ type Result struct {
 	Peer   string `json:"peer,omitempty"`
 	Policy Policy `json:"policy"`
 	// Requests were sent of Budget.
-	Requests int     `json:"requests"`
-	Budget   int     `json:"budget"`
-	Checks   []Check `json:"checks"`
-	Verdict  string  `json:"verdict"` // pass (no check failed) or fail
+	Requests int `json:"requests"`
+	Budget   int `json:"budget"`
+	// Shared: the identities shared one quota (a limiter keyed by address
+	// or global), so the phases ran one after another, each after a reset.
+	Shared bool `json:"shared,omitempty"`
+	// Notes say what the probe did that a reader should know: a wait for
+	// a reset before it started, a phase cut by --max-time.
+	Notes   []string `json:"notes,omitempty"`
+	Checks  []Check  `json:"checks"`
+	Verdict string   `json:"verdict"` // pass (no check failed) or fail
 }
 
 // Policy is what the probe judged against.
@@ -185,6 +223,17 @@ func (o Options) Validate() error {
 	if o.Budget < 0 {
 		return exitcode.Usagef("--budget %d must be positive", o.Budget)
 	}
+	if o.Budget > MaxBudget {
+		return exitcode.Usagef("--budget %d is above the ceiling of %d requests", o.Budget, MaxBudget)
+	}
+	if o.MaxTime < 0 || o.MaxTime > MaxMaxTime {
+		return exitcode.Usagef("--max-time %s: want a positive duration of at most %s", o.MaxTime, MaxMaxTime)
+	}
+	for _, s := range o.Limited {
+		if s < 400 || s > 599 {
+			return exitcode.Usagef("--limited-status %d: a refusal is a 4xx or 5xx status", s)
+		}
+	}
 	if o.Quota < 0 || o.Window < 0 {
 		return exitcode.Usagef("the expected quota and window must be positive")
 	}
@@ -226,25 +275,48 @@ type obs struct {
 func (o obs) admitted() bool { return o.Status >= 200 && o.Status < 400 }
 func (o obs) refused() bool  { return o.Status >= 400 }
 
+// count is how many of os were admitted.
+func count(os []obs) int {
+	n := 0
+	for _, o := range os {
+		if o.admitted() {
+			n++
+		}
+	}
+	return n
+}
+
 // errBudget stops a phase when the request budget is spent.
 var errBudget = errors.New("request budget spent")
 
-// prober sends the requests of one run.
+// prober sends the requests of one run; the timed phases send from
+// goroutines of their own, so it is safe for concurrent use.
 type prober struct {
-	o      Options
-	client *http.Client
-	sent   int
-	budget int
-	mu     sync.Mutex
-	peer   string
+	o        Options
+	client   *http.Client
+	mu       sync.Mutex
+	sent     int
+	budget   int
+	peer     string
+	deadline time.Time // --max-time
 }
+
+// errTime stops a phase when --max-time has passed.
+var errTime = errors.New("--max-time passed")
 
 // send sends one request as identity (none when ""), with extra headers.
 func (p *prober) send(ctx context.Context, identity string, extra ...string) (obs, error) {
+	p.mu.Lock()
 	if p.sent >= p.budget {
+		p.mu.Unlock()
 		return obs{}, errBudget
 	}
+	if !p.deadline.IsZero() && time.Now().After(p.deadline) {
+		p.mu.Unlock()
+		return obs{}, errTime
+	}
 	p.sent++
+	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
 	method := p.o.Method
@@ -284,7 +356,7 @@ func (p *prober) send(ctx context.Context, identity string, extra ...string) (ob
 		ob.Done, ob.Err = time.Now(), err
 		return ob, nil
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxBodyBytes))
 	resp.Body.Close()
 	ob.Done, ob.Status, ob.Header = time.Now(), resp.StatusCode, resp.Header
 	return ob, nil
@@ -325,13 +397,15 @@ func (p *prober) burst(ctx context.Context, identity string, n int) ([]obs, int,
 
 func newClient(timeout time.Duration) *http.Client {
 	tr := &http.Transport{
-		Proxy:               nil, // the probe judges the target as it reaches it, not through a proxy
-		DialContext:         (&net.Dialer{Timeout: timeout}).DialContext,
-		MaxIdleConns:        1,
-		MaxIdleConnsPerHost: 1,
-		MaxConnsPerHost:     1,
-		IdleConnTimeout:     30 * time.Second,
-		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+		Proxy:       nil, // the probe judges the target as it reaches it, not through a proxy
+		DialContext: (&net.Dialer{Timeout: timeout}).DialContext,
+		// a few connections: the timed phases may send at once
+		MaxIdleConns:           4,
+		MaxIdleConnsPerHost:    4,
+		MaxConnsPerHost:        4,
+		IdleConnTimeout:        30 * time.Second,
+		MaxResponseHeaderBytes: MaxHeaderBytes,
+		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
 	}
 	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse

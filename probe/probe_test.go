@@ -63,6 +63,7 @@ func failed(res Result) []string {
 
 func dump(t *testing.T, res Result) {
 	t.Helper()
+	t.Logf("shared %v, %d requests of %d, %.0f ms, notes %q", res.Shared, res.Requests, res.Budget, res.ElapsedMs, res.Notes)
 	for _, c := range res.Checks {
 		t.Logf("%-5s %-20s %s", c.Status, c.ID, c.Message)
 		for _, e := range c.Evidence {
@@ -102,7 +103,7 @@ func TestReferencePasses(t *testing.T) {
 // check that guards it, and no other.
 func TestBreaksFailExactlyTheirCheck(t *testing.T) {
 	want := map[serve.Break]string{
-		serve.BreakRetryAfterZero: CheckRetryAfter,
+		serve.BreakRetryAfterZero: CheckRetryAfterHonest, // 0 is valid syntax; the retry at once is refused
 		serve.BreakNoRetryAfter:   CheckRetryAfter,
 		serve.BreakCacheable429:   CheckCacheable,
 		serve.BreakConstantReset:  CheckReset,

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"slices"
-	"sort"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
@@ -23,23 +21,46 @@ type data struct {
 	w      time.Duration // window, 0 unknown
 	policy string        // where q and w came from
 
+	shared bool // identities share one quota: the phases ran one after another
+
 	a       []obs // identity A until its first refusal
-	aRefill []obs // A again, one window after it ran out
+	aRefill []obs // A again, once its quota was back
 	aWaited time.Duration
 	e       []obs // identity E until its first refusal
 	ePoll   []obs // E polled until admitted
+	eRetry  *obs  // E's retry at once after a Retry-After: 0
 	b       obs   // a fresh identity B right after A ran out
 	anonMid obs   // a request without identity right after A ran out
 	anon    []obs // requests without identity until refused
-	spoofs  []obs // spoofing attempts after anon ran out
-	c, d    obs   // first requests of C and D (reset)
-	cBurst  []obs // C before its reset passed
-	cAt     time.Duration
-	dBurst  []obs // D after its reset passed
+	spoofs  []spoofTry
+	c, d    obs // first requests of C and D (reset)
+	cBurst  []obs
+	cAt     time.Duration // C's burst, after C's first answer
+	dBurst  []obs
 	dAt     time.Duration
 	skipped map[string]string // check -> why it could not run
-	all     []obs             // every response, in order
-	peer    string            // the probe's address as the target sees it
+	notes   []string
+	limited []int // declared refusal statuses besides 429
+
+	mu   sync.Mutex
+	all  []obs  // every response
+	peer string // the probe's address as the target sees it
+}
+
+// spoofTry is one client-IP header tried against an exhausted quota: a
+// control without the header right before, the attempts with one spoofed
+// address, and a control right after.
+type spoofTry struct {
+	Header   string
+	Before   obs
+	Attempts []obs
+	After    obs
+}
+
+func (d *data) record(os ...obs) {
+	d.mu.Lock()
+	d.all = append(d.all, os...)
+	d.mu.Unlock()
 }
 
 // Run probes o.URL. It returns an exit-3 error when the target cannot be
@@ -83,25 +104,56 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		return res, exitcode.Unreachablef("target %s could not be reached: %v", secret.URL(o.URL), secret.Redact(first.Err.Error()))
 	}
-	d := &data{skipped: map[string]string{}}
+	d := &data{skipped: map[string]string{}, limited: o.Limited}
+	d.record(first)
 	d.learnPolicy(first.Header, o)
 	if o.Budget == 0 {
 		p.budget = DefaultBudget(d.q)
 	}
+	maxTime := o.MaxTime
+	if maxTime == 0 {
+		maxTime = DefaultMaxTime(d.w)
+	}
+	p.deadline = start.Add(maxTime)
 	res.Budget = p.budget
 	res.Policy = Policy{Quota: d.q, WindowMs: float64(d.w) / float64(time.Millisecond), Source: d.policy}
-	p.progress("policy %s; budget %d requests", d.policyText(), p.budget)
+	p.progress("policy %s; budget %d requests, at most %s", d.policyText(), p.budget, maxTime)
+
+	// A fresh identity refused at once: the quota it shares (an address's,
+	// spent by an earlier client, an earlier probe) is not back yet. Wait
+	// for the reset it announces, once, rather than judge that.
+	if first.refused() {
+		if wait, ok := resetWait(first, d.w); ok && wait <= o.MaxWait && time.Now().Add(wait).Before(p.deadline) {
+			d.notes = append(d.notes, fmt.Sprintf("the first request was refused (%d): the quota this client shares was spent before the probe began (an earlier probe from this address?); waited %s for its reset",
+				first.Status, wait.Round(time.Millisecond)))
+			p.progress("first request refused: waiting %s for the reset", wait.Round(100*time.Millisecond))
+			if err := sleepUntil(ctx, first.Done.Add(wait)); err != nil {
+				return res, err
+			}
+			if first, err = p.send(ctx, id("A")); err != nil {
+				return res, err
+			}
+			d.record(first)
+		} else {
+			d.notes = append(d.notes, "the first request was refused and its reset is unknown or beyond --max-wait: the probe did not wait for it")
+		}
+	}
 
 	err = d.collect(ctx, p, id, first)
-	if err != nil && !errors.Is(err, errBudget) {
-		return res, err
-	}
-	if errors.Is(err, errBudget) {
+	switch {
+	case errors.Is(err, errBudget):
 		d.skipped["*"] = fmt.Sprintf("the request budget (%d) ran out before this check could run; raise --budget", p.budget)
+	case errors.Is(err, errTime):
+		d.skipped["*"] = fmt.Sprintf("--max-time (%s) passed before this check could run; raise it", maxTime)
+		d.notes = append(d.notes, fmt.Sprintf("the probe stopped at --max-time (%s); the checks it could not finish are skipped", maxTime))
+	case err != nil:
+		return res, err
 	}
 	res.Requests = p.sent
 	res.Peer = p.peer
 	d.peer = p.peer
+	res.Shared = d.shared
+	res.Notes = d.notes
 	res.Checks = d.judge(o)
 	res.ElapsedMs = float64(time.Since(start).Microseconds()) / 1000
 	res.Verdict = Pass
@@ -113,14 +165,20 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return res, nil
 }
 
-// learnPolicy reads q and w from the first response, or from o.
+// learnPolicy reads q and w from the first response (any draft of the
+// RateLimit fields, or the legacy X-RateLimit-Limit without a window), or
+// from o.
 func (d *data) learnPolicy(h http.Header, o Options) {
 	if o.Quota > 0 {
 		d.q, d.w, d.policy = o.Quota, o.Window, "--expect"
 		return
 	}
-	if ps, err := header.ParsePolicies(header.PolicyLines(h)); err == nil && len(ps) > 0 {
-		d.q, d.w, d.policy = ps[0].Quota, time.Duration(ps[0].Window)*time.Second, header.NamePolicy
+	in := header.Inspect(http.StatusOK, h, time.Now())
+	if p, ok := in.Policy(); ok && p.Quota > 0 {
+		d.q, d.w, d.policy = p.Quota, time.Duration(p.Window)*time.Second, header.NamePolicy
+		if in.Draft != "" && in.Draft != header.DraftCurrent {
+			d.policy += " (" + in.Draft + ")"
+		}
 		return
 	}
 	if l, ok := header.ParseLegacy(h); ok && l.Limit > 0 {
@@ -144,20 +202,39 @@ func (d *data) exhaustCap() int {
 	if d.q <= 0 {
 		return unknownQuotaCap
 	}
-	return int(min(2*d.q+10, 500_000))
+	return int(min(2*d.q+10, 2*MaxQuotaExhausted))
 }
 
-// collect runs the phases. The waits (a window for the refill, the reset
-// times of C and D) are scheduled together after the quick phases, so the
-// probe takes about one window.
+// resetWait is how long after o the quota it spent is fully back: the
+// reset it announces (RateLimit t, a legacy reset, Retry-After, the
+// largest), else the window w; plus a little for the target's rounding
+// and clock. ok is false when nothing says.
+func resetWait(o obs, w time.Duration) (time.Duration, bool) {
+	var wait time.Duration
+	ok := false
+	if t, round, has := resetOf(o); has {
+		wait, ok = t+round/2, true
+	}
+	if ra, err := header.CheckRetryAfter(o.Header, o.Done); err == nil && o.refused() && !ra.IsDate {
+		wait, ok = max(wait, ra.Delay), true
+	}
+	if w > 0 {
+		wait, ok = max(wait, w), true
+	}
+	return wait + 250*time.Millisecond, ok
+}
+
+// collect runs the phases: A until refused, then B and a request without
+// identity right away. When B was refused too, the identities share one
+// quota and the remaining phases run one after another, each after a full
+// reset (sequential); otherwise each runs on its own identity, the timed
+// ones at their own times (concurrent).
 func (d *data) collect(ctx context.Context, p *prober, id func(string) string, first obs) error {
-	record := func(os ...obs) { d.all = append(d.all, os...) }
 	d.a = []obs{first}
-	record(first)
 	if first.admitted() {
 		more, err := p.exhaust(ctx, id("A"), d.exhaustCap()-1)
 		d.a = append(d.a, more...)
-		record(more...)
+		d.record(more...)
 		if err != nil {
 			return err
 		}
@@ -171,141 +248,359 @@ func (d *data) collect(ctx context.Context, p *prober, id func(string) string, f
 	if !limited {
 		return nil // nothing more to learn: the checks say why
 	}
-	t0 := last.Done
 
 	// isolation, right after A ran out
 	var err error
 	if d.b, err = p.send(ctx, id("B")); err != nil {
 		return err
 	}
-	record(d.b)
+	d.record(d.b)
 	if d.anonMid, err = p.send(ctx, ""); err != nil {
 		return err
 	}
-	record(d.anonMid)
+	d.record(d.anonMid)
+	if d.q > MaxQuotaExhausted {
+		why := fmt.Sprintf("the quota (%d) is above the %d requests the probe spends on one phase", d.q, MaxQuotaExhausted)
+		for _, c := range []string{CheckRetryAfterHonest, CheckReset, CheckSpoofing} {
+			d.skipped[c] = why
+		}
+		d.skipped["refill"] = why
+		return nil
+	}
+	if d.b.refused() {
+		d.shared = true
+		p.progress("a fresh identity was refused too: the identities share one quota; the phases run one after another, each after a reset")
+		return d.sequential(ctx, p, id, last)
+	}
+	return d.concurrent(ctx, p, id, last)
+}
 
-	// reset: the first requests of C and D, and when to look again
+// concurrent runs the phases on their own identities: the quick ones now,
+// the timed ones (E's polling, C before its reset, D after it, A's refill)
+// each in a goroutine at its own time, so no phase delays another.
+func (d *data) concurrent(ctx context.Context, p *prober, id func(string) string, aRefusal obs) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	fail := func(err error) {
+		if err == nil {
+			return
+		}
+		errMu.Lock()
+		if firstErr == nil {
+			firstErr = err
+			cancel()
+		}
+		errMu.Unlock()
+	}
+	at := func(when time.Time, run func() error) {
+		wg.Go(func() {
+			if err := sleepUntil(ctx, when); err != nil {
+				fail(err)
+				return
+			}
+			fail(run())
+		})
+	}
+
+	// reset: the first requests of C and D, and their bursts at their times
+	var err error
 	if d.c, err = p.send(ctx, id("C")); err != nil {
 		return err
 	}
-	record(d.c)
+	d.record(d.c)
 	if d.d, err = p.send(ctx, id("D")); err != nil {
 		return err
 	}
-	record(d.d)
+	d.record(d.d)
+	if when, ok := d.beforeReset(p); ok {
+		at(when, func() error {
+			d.cAt = time.Since(d.c.Done)
+			obs, _, err := p.burst(ctx, id("C"), int(d.q))
+			d.cBurst = obs
+			d.record(obs...)
+			return err
+		})
+	}
+	if when, ok := d.afterReset(p); ok {
+		at(when, func() error {
+			d.dAt = time.Since(d.d.Done)
+			obs, _, err := p.burst(ctx, id("D"), int(d.q))
+			d.dBurst = obs
+			d.record(obs...)
+			return err
+		})
+	}
+	// A's refill, one window after it ran out
+	if d.q > 0 && d.w > 0 && d.w <= p.o.MaxWait {
+		at(aRefusal.Done.Add(d.w+150*time.Millisecond), func() error {
+			d.aWaited = time.Since(aRefusal.Done)
+			obs, _, err := p.burst(ctx, id("A"), int(d.q+d.q/2+1))
+			d.aRefill = obs
+			d.record(obs...)
+			return err
+		})
+	}
 
-	// Retry-After: E until refused, then poll until admitted
+	// Retry-After: E until refused, then polled in its own time
 	e, err := p.exhaust(ctx, id("E"), d.exhaustCap())
 	d.e = e
-	record(e...)
+	d.record(e...)
 	if err != nil {
-		return err
-	}
-	if le := e[len(e)-1]; le.refused() {
-		if ra, rerr := header.CheckRetryAfter(le.Header, le.Done); rerr == nil && ra.Delay > 0 {
-			deadline := le.Done.Add(ra.Delay + 2*time.Second)
-			step := min(max(ra.Delay/20, 20*time.Millisecond), 250*time.Millisecond)
-			for time.Now().Before(deadline) {
-				if err := sleepUntil(ctx, time.Now().Add(step)); err != nil {
-					return err
-				}
-				ob, err := p.send(ctx, id("E"))
-				if err != nil {
-					return err
-				}
-				d.ePoll = append(d.ePoll, ob)
-				record(ob)
-				if ob.admitted() || ob.Err != nil {
-					break
-				}
-			}
-		}
+		fail(err)
+	} else if le := e[len(e)-1]; le.refused() {
+		wg.Go(func() { fail(d.pollRetry(ctx, p, id("E"), le)) })
 	}
 
-	// client-IP spoofing: without identity until refused, then rotate the
-	// client-IP headers
-	anon, err := p.exhaust(ctx, "", d.exhaustCap())
-	d.anon = anon
-	record(anon...)
-	if err != nil {
-		return err
+	// client-IP spoofing: without identity until refused, then each
+	// client-IP header between two controls
+	if err == nil {
+		fail(d.spoof(ctx, p))
 	}
-	if la := anon[len(anon)-1]; la.refused() {
-		n := 0
-		for _, h := range spoofHeaders {
-			for range 2 {
-				n++
-				ip := fmt.Sprintf("203.0.113.%d", n)
-				v := ip
-				if h == "Forwarded" {
-					v = "for=" + ip
-				}
-				ob, err := p.send(ctx, "", h, v)
-				if err != nil {
-					return err
-				}
-				d.spoofs = append(d.spoofs, ob)
-				record(ob)
-			}
+	wg.Wait()
+	return firstErr
+}
+
+// sequential runs the phases one after another, each after the quota is
+// fully back, for a limiter whose identities share one quota: no phase
+// sees what another spent.
+func (d *data) sequential(ctx context.Context, p *prober, id func(string) string, last obs) error {
+	// waitReset waits until the quota last spent is back; false when no
+	// reset is known or it is beyond --max-wait (the phase is skipped)
+	waitReset := func(check string) (bool, error) {
+		wait, ok := resetWait(last, d.w)
+		switch {
+		case !ok:
+			d.skipped[check] = "the identities share one quota and its reset is unknown, so this phase could not start from a full quota"
+			return false, nil
+		case wait > p.o.MaxWait:
+			d.skipped[check] = fmt.Sprintf("the identities share one quota whose reset (%s) is beyond --max-wait", wait.Round(time.Second))
+			return false, nil
+		case time.Now().Add(wait).After(p.deadline):
+			d.skipped[check] = "the identities share one quota, and waiting for its reset would pass --max-time"
+			return false, nil
 		}
+		p.progress("waiting %s for the shared quota", time.Until(last.Done.Add(wait)).Round(100*time.Millisecond))
+		return true, sleepUntil(ctx, last.Done.Add(wait))
+	}
+	lastOf := func(os []obs, fallback obs) obs {
+		if len(os) == 0 {
+			return fallback
+		}
+		return os[len(os)-1]
 	}
 
-	// the waits: C just before its reset, D just after, A one window on
-	type event struct {
-		at  time.Time
-		run func() error
-	}
-	var events []event
-	if tc, round, ok := resetOf(d.c); ok && tc >= round+time.Second && d.c.admitted() && d.q > 0 {
-		// before the reset by more than its rounding: the quota must not be full yet
-		at := tc - round - 500*time.Millisecond
-		if at <= p.o.MaxWait {
-			events = append(events, event{d.c.Done.Add(at), func() error {
-				d.cAt = time.Since(d.c.Done)
-				obs, _, err := p.burst(ctx, id("C"), int(d.q))
-				d.cBurst = obs
-				record(obs...)
-				return err
-			}})
-		}
-	}
-	if td, _, ok := resetOf(d.d); ok && d.d.admitted() && d.q > 0 {
-		at := td + 150*time.Millisecond
-		if at <= p.o.MaxWait {
-			events = append(events, event{d.d.Done.Add(at), func() error {
-				d.dAt = time.Since(d.d.Done)
-				obs, _, err := p.burst(ctx, id("D"), int(d.q))
-				d.dBurst = obs
-				record(obs...)
-				return err
-			}})
-		}
-	}
-	if d.q > 0 && d.w > 0 {
-		if d.w <= p.o.MaxWait {
-			events = append(events, event{t0.Add(d.w + 150*time.Millisecond), func() error {
-				d.aWaited = time.Since(t0)
-				obs, _, err := p.burst(ctx, id("A"), int(d.q+d.q/2+1))
-				d.aRefill = obs
-				record(obs...)
-				return err
-			}})
-		}
-	}
-	sort.Slice(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
-	for _, ev := range events {
-		p.progress("waiting %s", time.Until(ev.at).Round(100*time.Millisecond))
-		if err := sleepUntil(ctx, ev.at); err != nil {
+	// A's refill: the quota back after a full reset (and spent again)
+	if ok, err := waitReset("refill"); err != nil {
+		return err
+	} else if ok && d.q > 0 {
+		d.aWaited = time.Since(last.Done)
+		obs, _, err := p.burst(ctx, id("A"), int(d.q+d.q/2+1))
+		d.aRefill = obs
+		d.record(obs...)
+		if err != nil {
 			return err
 		}
-		if err := ev.run(); err != nil {
+		last = lastOf(obs, last)
+	}
+	// Retry-After: the refusal that ends it, polled until admitted
+	if last.refused() {
+		d.e = []obs{last}
+		if err := d.pollRetry(ctx, p, id("E"), last); err != nil {
 			return err
+		}
+		last = lastOf(d.ePoll, last)
+	} else {
+		e, err := p.exhaust(ctx, id("E"), d.exhaustCap())
+		d.e = e
+		d.record(e...)
+		if err != nil {
+			return err
+		}
+		if le := e[len(e)-1]; le.refused() {
+			if err := d.pollRetry(ctx, p, id("E"), le); err != nil {
+				return err
+			}
+		}
+		last = lastOf(d.ePoll, lastOf(e, last))
+	}
+	// reset, C: from a full quota, one request, a burst before its reset
+	if ok, err := waitReset(CheckReset); err != nil {
+		return err
+	} else if ok {
+		var err error
+		if d.c, err = p.send(ctx, id("C")); err != nil {
+			return err
+		}
+		d.record(d.c)
+		if when, ok := d.beforeReset(p); ok {
+			if err := sleepUntil(ctx, when); err != nil {
+				return err
+			}
+			d.cAt = time.Since(d.c.Done)
+			obs, _, err := p.burst(ctx, id("C"), int(d.q))
+			d.cBurst = obs
+			d.record(obs...)
+			if err != nil {
+				return err
+			}
+			last = lastOf(obs, d.c)
+		} else {
+			last = d.c
+		}
+	}
+	// reset, D: from a full quota, one request, a burst after its reset
+	if ok, err := waitReset(CheckReset); err != nil {
+		return err
+	} else if ok {
+		var err error
+		if d.d, err = p.send(ctx, id("D")); err != nil {
+			return err
+		}
+		d.record(d.d)
+		if when, ok := d.afterReset(p); ok {
+			if err := sleepUntil(ctx, when); err != nil {
+				return err
+			}
+			d.dAt = time.Since(d.d.Done)
+			obs, _, err := p.burst(ctx, id("D"), int(d.q))
+			d.dBurst = obs
+			d.record(obs...)
+			if err != nil {
+				return err
+			}
+			last = lastOf(obs, d.d)
+		} else {
+			last = d.d
+		}
+	}
+	// client-IP spoofing, from a full quota
+	if ok, err := waitReset(CheckSpoofing); err != nil {
+		return err
+	} else if ok {
+		return d.spoof(ctx, p)
+	}
+	return nil
+}
+
+// beforeReset is when C's burst goes: before C's announced reset by more
+// than its rounding and half a second, so a full quota then means the
+// reset overstated the wait. ok is false when the reset is too short for
+// that, or beyond --max-wait.
+func (d *data) beforeReset(p *prober) (time.Time, bool) {
+	tc, round, ok := resetOf(d.c)
+	if !ok || tc < round+time.Second || !d.c.admitted() || d.q <= 0 {
+		return time.Time{}, false
+	}
+	at := tc - round - 500*time.Millisecond
+	if at > p.o.MaxWait {
+		return time.Time{}, false
+	}
+	return d.c.Done.Add(at), true
+}
+
+// afterReset is when D's burst goes: just after D's announced reset.
+func (d *data) afterReset(p *prober) (time.Time, bool) {
+	td, _, ok := resetOf(d.d)
+	if !ok || !d.d.admitted() || d.q <= 0 {
+		return time.Time{}, false
+	}
+	at := td + 150*time.Millisecond
+	if at > p.o.MaxWait {
+		return time.Time{}, false
+	}
+	return d.d.Done.Add(at), true
+}
+
+// pollRetry follows a refusal's Retry-After: after "0", one retry at once
+// (the client's very next move); after a delay, polls until admitted.
+func (d *data) pollRetry(ctx context.Context, p *prober, identity string, ref obs) error {
+	ra, err := header.CheckRetryAfter(ref.Header, ref.Done)
+	if err != nil {
+		return nil
+	}
+	if ra.Zero() {
+		ob, err := p.send(ctx, identity)
+		if err != nil {
+			return err
+		}
+		d.eRetry = &ob
+		d.record(ob)
+		return nil
+	}
+	if ra.Delay <= 0 || ra.Delay > p.o.MaxWait {
+		return nil
+	}
+	deadline := ref.Done.Add(ra.Delay + 2*time.Second)
+	step := min(max(ra.Delay/20, 20*time.Millisecond), 250*time.Millisecond)
+	for time.Now().Before(deadline) {
+		if err := sleepUntil(ctx, time.Now().Add(step)); err != nil {
+			return err
+		}
+		ob, err := p.send(ctx, identity)
+		if err != nil {
+			return err
+		}
+		d.ePoll = append(d.ePoll, ob)
+		d.record(ob)
+		if ob.admitted() || ob.Err != nil {
+			break
 		}
 	}
 	return nil
 }
 
 var spoofHeaders = []string{"X-Forwarded-For", "X-Real-IP", "Forwarded", "True-Client-IP"}
+
+// spoofAttempts is how many requests each spoofed address sends: more
+// than the refill could admit in the few milliseconds they take (half
+// the quota, 3 to 10); a response whose RateLimit shows the spoofed
+// address's own, fresh quota proves it alone.
+func (d *data) spoofAttempts() int { return int(min(max(d.q/2, 3), 10)) }
+
+// spoof runs requests without identity until refused, then, for each
+// client-IP header, a control without it, spoofAttempts requests with one
+// made-up address, and a control again: a bypass shows as attempts
+// admitted beyond what the refill between the controls explains.
+func (d *data) spoof(ctx context.Context, p *prober) error {
+	anon, err := p.exhaust(ctx, "", d.exhaustCap())
+	d.anon = anon
+	d.record(anon...)
+	if err != nil {
+		return err
+	}
+	if !anon[len(anon)-1].refused() {
+		return nil
+	}
+	for n, h := range spoofHeaders {
+		ip := fmt.Sprintf("203.0.113.%d", n+1)
+		v := ip
+		if h == "Forwarded" {
+			v = "for=" + ip
+		}
+		try := spoofTry{Header: h}
+		if try.Before, err = p.send(ctx, ""); err != nil {
+			return err
+		}
+		for range d.spoofAttempts() {
+			ob, err := p.send(ctx, "", h, v)
+			if err != nil {
+				return err
+			}
+			try.Attempts = append(try.Attempts, ob)
+		}
+		if try.After, err = p.send(ctx, ""); err != nil {
+			return err
+		}
+		d.record(try.Before)
+		d.record(try.Attempts...)
+		d.record(try.After)
+		d.spoofs = append(d.spoofs, try)
+	}
+	return nil
+}
 
 func btoi(b bool) int {
 	if b {
@@ -322,538 +617,37 @@ func statusText(o obs) string {
 }
 
 // limitOf reads the remaining quota and the reset from h: RateLimit's r
-// and t, or the legacy fields (an epoch reset turned into seconds from
-// now); legacy is true for the latter.
+// and t in whichever draft (see header.Inspect), or the legacy fields
+// (an epoch reset turned into seconds from now); legacy is true for the
+// latter.
 func limitOf(h http.Header, now time.Time) (r, t int64, legacy, ok bool) {
-	if ls, err := header.ParseLimits(header.LimitLines(h)); err == nil && len(ls) > 0 {
-		return ls[0].Remaining, ls[0].Reset, false, true
+	in := header.Inspect(http.StatusOK, h, now)
+	if in.HasLimit && in.LimitErr == nil && len(in.Limits) > 0 {
+		return in.Limits[0].Remaining, in.Limits[0].Reset, false, true
 	}
 	if l, lok := header.ParseLegacy(h); lok && l.Remaining >= 0 {
-		t := l.Reset
-		if l.ResetIsEpoch {
-			t = max(l.Reset-now.Unix(), 0)
+		if d, _, ok := l.Until(now); ok {
+			return l.Remaining, int64(math.Ceil(d.Seconds())), true, true
 		}
-		return l.Remaining, t, true, true
+		return l.Remaining, -1, true, true
 	}
 	return 0, 0, false, false
 }
 
 // resetOf is the reset a response announces, and the rounding it carries:
-// RateLimit's t (whole seconds, rounded up: 1 s), or a legacy reset (delta
-// seconds: 1 s; a Unix time in whole seconds, read against the response's
-// arrival: 2 s).
+// RateLimit's t in any draft (whole seconds, rounded up: 1 s), or a legacy
+// reset (delta seconds: 1 s; a Unix time in whole seconds, read against
+// the response's arrival: 2 s; a decimal Unix time: 1 s).
 func resetOf(o obs) (reset, rounding time.Duration, ok bool) {
-	if ls, err := header.ParseLimits(header.LimitLines(o.Header)); err == nil && len(ls) > 0 {
-		if ls[0].Reset < 0 {
+	in := header.Inspect(http.StatusOK, o.Header, o.Done)
+	if in.HasLimit && in.LimitErr == nil && len(in.Limits) > 0 {
+		if in.Limits[0].Reset < 0 {
 			return 0, 0, false
 		}
-		return time.Duration(ls[0].Reset) * time.Second, time.Second, true
+		return time.Duration(in.Limits[0].Reset) * time.Second, time.Second, true
 	}
-	if l, lok := header.ParseLegacy(o.Header); lok && l.Reset >= 0 {
-		if l.ResetIsEpoch {
-			return max(time.Unix(l.Reset, 0).Sub(o.Done), 0), 2 * time.Second, true
-		}
-		return time.Duration(l.Reset) * time.Second, time.Second, true
+	if l, lok := header.ParseLegacy(o.Header); lok {
+		return l.Until(o.Done)
 	}
 	return 0, 0, false
-}
-
-// judge turns the data into the checks, in CheckIDs order, applying
-// --skip and --warn-only.
-func (d *data) judge(o Options) []Check {
-	checks := []Check{
-		d.limitedStatus(), d.retryAfter(), d.retryAfterHonest(), d.headers(), d.reset(),
-		d.policyCheck(), d.cacheable(), d.isolation(o), d.spoofing(), d.headersOnSuccess(),
-	}
-	for i := range checks {
-		c := &checks[i]
-		if why, ok := d.skipped["*"]; ok && c.Status == Skip && c.Message == "" {
-			c.Message = why
-		}
-		if slices.Contains(o.Skip, c.ID) {
-			*c = Check{Check: doc.Check{ID: c.ID, Message: "skipped by --skip " + c.ID}, Status: Skip}
-		}
-		if c.Status == Fail && slices.Contains(o.WarnOnly, c.ID) {
-			c.Status = Warn
-			c.Message += " (a warning by --warn-only " + c.ID + ")"
-		}
-		c.Pass = c.Status == Pass || c.Status == Skip
-		c.Warning = c.Status == Warn
-		c.Skipped = c.Status == Skip
-	}
-	return checks
-}
-
-func skip(id, why string) Check { return Check{Check: doc.Check{ID: id, Message: why}, Status: Skip} }
-
-// refusal is A's first refusal, when A was limited.
-func (d *data) refusal() (obs, bool) {
-	if len(d.a) < 2 {
-		return obs{}, false
-	}
-	last := d.a[len(d.a)-1]
-	return last, last.refused()
-}
-
-func (d *data) admittedA() int {
-	n := 0
-	for _, o := range d.a {
-		if o.admitted() {
-			n++
-		}
-	}
-	return n
-}
-
-// refusals are every refused response that carried no error.
-func (d *data) refusals() []obs {
-	var out []obs
-	for _, o := range d.all {
-		if o.refused() && o.Err == nil {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-func (d *data) limitedStatus() Check {
-	c := Check{Check: doc.Check{ID: CheckLimitedStatus}}
-	first := d.a[0]
-	if !first.admitted() {
-		c.Status = Fail
-		c.Message = fmt.Sprintf("the first request of a fresh identity was answered %d: the endpoint refuses before any quota is used (or all identities share one exhausted bucket)", first.Status)
-		c.Evidence = []string{evidenceLine(first)}
-		c.Fix = "point the probe at an endpoint that answers 2xx, and check --identity-header"
-		return c
-	}
-	r, ok := d.refusal()
-	if !ok {
-		c.Status = Fail
-		c.Message = fmt.Sprintf("never limited: %d requests of one identity were all admitted", len(d.a))
-		if d.q > 0 {
-			c.Message += fmt.Sprintf(" (the advertised quota is %d)", d.q)
-		}
-		c.Evidence = []string{fmt.Sprintf("%d × %d", len(d.a), first.Status)}
-		c.Fix = "put a limiter in front of this endpoint, or check that it keys clients by --identity-header"
-		return c
-	}
-	c.Evidence = []string{fmt.Sprintf("%d admitted, then %s", d.admittedA(), evidenceLine(r))}
-	if r.Status == http.StatusTooManyRequests {
-		c.Status, c.Message = Pass, fmt.Sprintf("limited with 429 after %d admitted requests", d.admittedA())
-		return c
-	}
-	c.Status = Fail
-	why := map[int]string{
-		503: "503 means the service is down: clients, proxies and load balancers retry at once, elsewhere, or mark the backend unhealthy",
-		500: "500 reads as a server bug: clients retry and monitoring pages someone",
-		403: "403 says the client may never do this: clients give up instead of waiting",
-	}[r.Status]
-	if why == "" {
-		why = "only 429 tells clients they are being limited and should wait"
-	}
-	c.Message = fmt.Sprintf("limited with %d, not 429: %s", r.Status, why)
-	c.Fix = "answer 429 Too Many Requests (RFC 6585) when the limiter refuses"
-	return c
-}
-
-func (d *data) retryAfter() Check {
-	c := Check{Check: doc.Check{ID: CheckRetryAfter}}
-	refs := d.refusals()
-	if len(refs) == 0 {
-		return skip(c.ID, "no refusal to inspect")
-	}
-	bad := 0
-	var first string
-	for _, o := range refs {
-		if _, err := header.CheckRetryAfter(o.Header, o.Done); err != nil {
-			bad++
-			if first == "" {
-				first = err.Error()
-			}
-		}
-	}
-	if bad > 0 {
-		c.Status = Fail
-		c.Message = fmt.Sprintf("%d of %d refusals lack a valid Retry-After: %s", bad, len(refs), strings.TrimPrefix(first, header.ErrInvalid.Error()+": "))
-		c.Evidence = []string{evidenceLine(refs[0])}
-		c.Fix = "send Retry-After with the seconds until the quota returns, rounded up, at least 1"
-		return c
-	}
-	c.Status = Pass
-	c.Message = fmt.Sprintf("all %d refusals carry a valid Retry-After (e.g. %s)", len(refs), refs[0].Header.Get(header.NameRetryAfter))
-	return c
-}
-
-// retryAfterSlack is how much later than Retry-After the quota may return
-// before a client that waits exactly Retry-After counts as refused: the
-// polling step and a round trip.
-const retryAfterSlack = 300 * time.Millisecond
-
-func (d *data) retryAfterHonest() Check {
-	c := Check{Check: doc.Check{ID: CheckRetryAfterHonest}}
-	if len(d.e) == 0 || !d.e[len(d.e)-1].refused() {
-		return skip(c.ID, "identity E was not limited")
-	}
-	ref := d.e[len(d.e)-1]
-	ra, err := header.CheckRetryAfter(ref.Header, ref.Done)
-	if err != nil || ra.Delay <= 0 {
-		return skip(c.ID, "no valid Retry-After to judge (see retry-after)")
-	}
-	if len(d.ePoll) == 0 {
-		return skip(c.ID, "no polling requests were sent")
-	}
-	lastPoll := d.ePoll[len(d.ePoll)-1]
-	c.Evidence = []string{fmt.Sprintf("Retry-After %s on %s", ref.Header.Get(header.NameRetryAfter), evidenceLine(ref)),
-		fmt.Sprintf("%d polls every %s", len(d.ePoll), pollStep(d.ePoll, ref))}
-	if !lastPoll.admitted() {
-		c.Status = Fail
-		c.Message = fmt.Sprintf("Retry-After said %s, but the quota had not returned %s after the refusal: clients that wait as told are refused again and hammer the limiter",
-			ra.Delay.Round(time.Millisecond), lastPoll.Sent.Sub(ref.Done).Round(time.Millisecond))
-		c.Fix = "compute Retry-After from the limiter's own retry time, rounded up to whole seconds"
-		return c
-	}
-	measured := lastPoll.Sent.Sub(ref.Done)
-	c.Evidence = append(c.Evidence, fmt.Sprintf("first admitted %s after the refusal", measured.Round(time.Millisecond)))
-	// Retry-After is whole seconds rounded up: up to 1 s more than the
-	// measured wait is honest, plus the polling slack.
-	switch {
-	case measured > ra.Delay+retryAfterSlack:
-		c.Status = Fail
-		c.Message = fmt.Sprintf("too short: Retry-After %s, but the quota returned only after %s; a client waiting as told is refused again",
-			ra.Delay, measured.Round(time.Millisecond))
-		c.Fix = "compute Retry-After from the limiter's own retry time, rounded up to whole seconds"
-	case ra.Delay > measured+time.Second+retryAfterSlack:
-		c.Status = Fail
-		c.Message = fmt.Sprintf("too long: Retry-After %s, but the quota returned after %s; clients wait far longer than they must",
-			ra.Delay, measured.Round(time.Millisecond))
-		c.Fix = "compute Retry-After from the limiter's own retry time, rounded up to whole seconds"
-	default:
-		c.Status = Pass
-		c.Message = fmt.Sprintf("Retry-After %s, quota back after %s (tolerance: rounding up to whole seconds, plus %s)",
-			ra.Delay, measured.Round(time.Millisecond), retryAfterSlack)
-	}
-	return c
-}
-
-func pollStep(polls []obs, ref obs) time.Duration {
-	if len(polls) == 0 {
-		return 0
-	}
-	return (polls[len(polls)-1].Sent.Sub(ref.Done) / time.Duration(len(polls))).Round(time.Millisecond)
-}
-
-func (d *data) headers() Check {
-	c := Check{Check: doc.Check{ID: CheckHeaders}}
-	var bad []string
-	standard, legacy := 0, 0
-	for _, o := range d.all {
-		if o.Err != nil {
-			continue
-		}
-		in := header.Inspect(o.Status, o.Header, o.Done)
-		if in.HasPolicy || in.HasLimit {
-			standard++
-		} else if in.HasLegacy {
-			legacy++
-		}
-		for _, e := range []error{in.PolicyErr, in.LimitErr} {
-			if e != nil {
-				bad = append(bad, e.Error())
-			}
-		}
-		if o.Status == http.StatusTooManyRequests {
-			if r, _, _, ok := limitOf(o.Header, o.Done); ok && r != 0 {
-				bad = append(bad, fmt.Sprintf("a 429 says %d remaining (r must be 0 when refused)", r))
-			}
-		}
-	}
-	// r falls by one per admitted request of A (the refill during the
-	// burst may give some back)
-	prev := int64(-1)
-	var prevT time.Time
-	for _, o := range d.a {
-		r, _, _, ok := limitOf(o.Header, o.Done)
-		if !ok || !o.admitted() {
-			continue
-		}
-		if prev >= 0 {
-			refill := int64(0)
-			if d.q > 0 && d.w > 0 {
-				refill = int64(math.Ceil(float64(d.q) * o.Done.Sub(prevT).Seconds() / d.w.Seconds()))
-			}
-			if r > prev-1+refill || r < prev-1-1 {
-				bad = append(bad, fmt.Sprintf("r went from %d to %d across one admitted request", prev, r))
-			}
-		}
-		prev, prevT = r, o.Done
-	}
-	switch {
-	case len(bad) > 0:
-		c.Status = Fail
-		c.Message = fmt.Sprintf("%d problems; first: %s", len(bad), bad[0])
-		c.Evidence = firstN(bad, 3)
-		c.Fix = "send RateLimit-Policy: \"name\";q=Q;w=W and RateLimit: \"name\";r=R;t=T as the IETF draft defines them"
-	case standard == 0 && legacy == 0:
-		c.Status = Fail
-		c.Message = "no RateLimit, RateLimit-Policy or X-RateLimit-* headers on any response: clients cannot pace themselves"
-		c.Fix = "send RateLimit-Policy and RateLimit (IETF draft) on every response"
-	case standard == 0:
-		c.Status = Warn
-		c.Message = fmt.Sprintf("only legacy X-RateLimit-* headers (%d responses); they parse, but the IETF RateLimit fields are the standard", legacy)
-		c.Fix = "add RateLimit-Policy and RateLimit next to the legacy fields"
-	default:
-		c.Status = Pass
-		c.Message = fmt.Sprintf("RateLimit fields parse on %d responses, r <= q, r falls by one per admitted request and is 0 on 429", standard)
-	}
-	return c
-}
-
-func firstN(xs []string, n int) []string {
-	if len(xs) > n {
-		return append(slices.Clone(xs[:n]), fmt.Sprintf("and %d more", len(xs)-n))
-	}
-	return xs
-}
-
-func (d *data) reset() Check {
-	c := Check{Check: doc.Check{ID: CheckReset}}
-	tc, roundC, okc := resetOf(d.c)
-	td, _, okd := resetOf(d.d)
-	if d.c.Header == nil || (!okc && !okd) {
-		if _, ok := d.refusal(); !ok {
-			return skip(c.ID, "the endpoint was not limited")
-		}
-		return skip(c.ID, "no reset time (RateLimit t or X-RateLimit-Reset) to judge")
-	}
-	if d.q <= 0 {
-		return skip(c.ID, "the quota is unknown: pass --expect to judge the reset")
-	}
-	var fails, evidence []string
-	if len(d.cBurst) > 0 {
-		n := countAdmitted(d.cBurst)
-		evidence = append(evidence, fmt.Sprintf("identity C: reset %s after its first request; %d of %d admitted %s later", tc, n, len(d.cBurst), d.cAt.Round(time.Millisecond)))
-		if n >= int(d.q) {
-			fails = append(fails, fmt.Sprintf("the reset said %s, but the whole quota (%d) was back after %s, sooner than its rounding (%s) allows: it overstates the wait", tc, d.q, d.cAt.Round(time.Millisecond), roundC))
-		}
-	}
-	if len(d.dBurst) > 0 {
-		n := countAdmitted(d.dBurst)
-		evidence = append(evidence, fmt.Sprintf("identity D: reset %s after its first request; %d of %d admitted %s later", td, n, len(d.dBurst), d.dAt.Round(time.Millisecond)))
-		if n < int(d.q) {
-			fails = append(fails, fmt.Sprintf("the reset said %s, but %s later only %d of %d were admitted: it understates the wait", td, d.dAt.Round(time.Millisecond), n, d.q))
-		}
-	}
-	c.Evidence = evidence
-	switch {
-	case len(fails) > 0:
-		c.Status = Fail
-		c.Message = strings.Join(fails, "; ")
-		c.Fix = "send t as the seconds until the full quota is back, counting down (not a constant)"
-	case len(evidence) == 0:
-		return skip(c.ID, fmt.Sprintf("the reset (%s) is too short to check before it passes, or longer than --max-wait", max(tc, td)))
-	default:
-		c.Status = Pass
-		c.Message = "the quota was full again when t said, and not sooner (tolerance: 1 s of rounding)"
-	}
-	return c
-}
-
-func countAdmitted(os []obs) int {
-	n := 0
-	for _, o := range os {
-		if o.admitted() {
-			n++
-		}
-	}
-	return n
-}
-
-func (d *data) policyCheck() Check {
-	c := Check{Check: doc.Check{ID: CheckPolicy}}
-	if d.q <= 0 {
-		return skip(c.ID, "no advertised policy (RateLimit-Policy) and no --expect")
-	}
-	ref, ok := d.refusal()
-	if !ok {
-		return skip(c.ID, "the endpoint was not limited")
-	}
-	burst := d.admittedA()
-	elapsed := ref.Done.Sub(d.a[0].Sent)
-	tol := int64(1)
-	if d.w > 0 {
-		tol += int64(math.Ceil(float64(d.q) * elapsed.Seconds() / d.w.Seconds()))
-	}
-	var fails []string
-	c.Evidence = []string{fmt.Sprintf("identity A: %d admitted in %s before the first refusal (advertised q=%d, tolerance ±%d for refill and rounding)", burst, elapsed.Round(time.Millisecond), d.q, tol)}
-	if diff := int64(burst) - d.q; diff > tol || -diff > tol {
-		fails = append(fails, fmt.Sprintf("the burst was %d, the policy advertises %d", burst, d.q))
-	}
-	if len(d.aRefill) > 0 {
-		n := countAdmitted(d.aRefill)
-		send := d.aRefill[len(d.aRefill)-1].Done.Sub(d.aRefill[0].Sent)
-		tol2 := int64(1) + int64(math.Ceil(float64(d.q)*send.Seconds()/d.w.Seconds()))
-		c.Evidence = append(c.Evidence, fmt.Sprintf("identity A again %s later: %d of %d admitted (expected %d ±%d)", d.aWaited.Round(time.Millisecond), n, len(d.aRefill), d.q, tol2))
-		if diff := int64(n) - d.q; diff > tol2 || -diff > tol2 {
-			fails = append(fails, fmt.Sprintf("one window (%s) after running out, %d were admitted, the policy advertises %d per window", d.w, n, d.q))
-		}
-	}
-	if len(fails) > 0 {
-		c.Status = Fail
-		c.Message = strings.Join(fails, "; ") + ": the headers describe a policy the limiter does not enforce"
-		c.Fix = "advertise the limiter's real quota and window in RateLimit-Policy (or fix the limiter)"
-		return c
-	}
-	c.Status = Pass
-	c.Message = fmt.Sprintf("burst %d and refill match q=%d", burst, d.q)
-	if d.w > 0 {
-		c.Message += fmt.Sprintf(" per %s", d.w)
-	}
-	if len(d.aRefill) == 0 && d.w > 0 {
-		c.Message += fmt.Sprintf("; the window (%s) is longer than --max-wait, so the refill was not measured", d.w)
-	}
-	return c
-}
-
-func (d *data) cacheable() Check {
-	c := Check{Check: doc.Check{ID: CheckCacheable}}
-	var notes []string
-	n429 := 0
-	for _, o := range d.all {
-		if o.Status != http.StatusTooManyRequests {
-			continue
-		}
-		n429++
-		switch level, why := header.Cache429(o.Header); level {
-		case header.CacheBad:
-			c.Status = Fail
-			c.Message = "a 429 may be cached: " + why
-			c.Evidence = []string{evidenceLine(o)}
-			c.Fix = "send Cache-Control: no-store on every 429"
-			return c
-		case header.CacheNote:
-			notes = append(notes, why)
-		}
-	}
-	switch {
-	case n429 == 0:
-		return skip(c.ID, "no 429 to inspect")
-	case len(notes) > 0:
-		c.Status = Warn
-		c.Message = fmt.Sprintf("%d of %d 429s: %s", len(notes), n429, notes[0])
-		c.Fix = "send Cache-Control: no-store on every 429"
-	default:
-		c.Status = Pass
-		c.Message = fmt.Sprintf("all %d 429s carry Cache-Control: no-store", n429)
-	}
-	return c
-}
-
-func (d *data) isolation(o Options) Check {
-	c := Check{Check: doc.Check{ID: CheckIsolation}}
-	if _, ok := d.refusal(); !ok {
-		return skip(c.ID, "the endpoint was not limited")
-	}
-	c.Evidence = []string{"fresh identity B right after A ran out: " + evidenceLine(d.b), "no identity right after A ran out: " + evidenceLine(d.anonMid)}
-	if !d.b.admitted() {
-		c.Status = Fail
-		c.Message = fmt.Sprintf("a fresh %s was refused right after another ran out: identities share one quota", o.identityName())
-		c.Fix = fmt.Sprintf("key the limiter by the client's identity (%s), not by a global or per-address bucket; or pass --identity-header", o.identityName())
-		return c
-	}
-	if !d.anonMid.admitted() {
-		c.Status = Warn
-		c.Message = fmt.Sprintf("a request without %s was refused right after identity A ran out: anonymous requests may share the quota of identified ones", o.identityName())
-		c.Fix = "give requests without an identity their own per-address quota"
-		return c
-	}
-	c.Status = Pass
-	c.Message = fmt.Sprintf("a fresh %s has its own quota, and so do requests without one", o.identityName())
-	return c
-}
-
-func (d *data) spoofing() Check {
-	c := Check{Check: doc.Check{ID: CheckSpoofing}}
-	if len(d.anon) == 0 {
-		return skip(c.ID, "the endpoint was not limited")
-	}
-	if !d.anon[len(d.anon)-1].refused() {
-		return skip(c.ID, fmt.Sprintf("requests without an identity were not limited (%d admitted)", len(d.anon)))
-	}
-	var fresh []string
-	for _, o := range d.spoofs {
-		if o.admitted() {
-			name, _, _ := strings.Cut(o.Spoof, ":")
-			if !slices.Contains(fresh, name) {
-				fresh = append(fresh, name)
-			}
-		}
-	}
-	c.Evidence = []string{fmt.Sprintf("no identity: %d admitted, then refused; %d attempts with rotated %s", countAdmitted(d.anon), len(d.spoofs), strings.Join(spoofHeaders, ", "))}
-	if len(fresh) > 0 {
-		c.Status = Fail
-		c.Message = fmt.Sprintf("rotating %s gave fresh quota to a client at %s whose own had run out: the limiter trusts a client-IP header from this peer, so any client that reaches the service the way the probe did can bypass it",
-			strings.Join(fresh, ", "), d.peerOr())
-		c.Fix = "take the client address from the peer, or only from the hop your own proxy appends (trust exactly the proxies you run)"
-		return c
-	}
-	c.Status = Pass
-	c.Message = "rotating X-Forwarded-For, X-Real-IP, Forwarded and True-Client-IP gave no fresh quota"
-	return c
-}
-
-// peerOr is the probe's address as the target saw it, when known.
-func (d *data) peerOr() string {
-	if d.peer != "" {
-		return d.peer
-	}
-	return "the probe's address"
-}
-
-func (d *data) headersOnSuccess() Check {
-	c := Check{Check: doc.Check{ID: CheckHeadersOnSuccess}}
-	has := func(h http.Header) bool {
-		_, legacy := header.ParseLegacy(h)
-		return len(header.PolicyLines(h)) > 0 || len(header.LimitLines(h)) > 0 || legacy
-	}
-	refused, admitted, admittedWith := false, 0, 0
-	for _, o := range d.all {
-		switch {
-		case o.refused() && has(o.Header):
-			refused = true
-		case o.admitted():
-			admitted++
-			if has(o.Header) {
-				admittedWith++
-			}
-		}
-	}
-	switch {
-	case !refused:
-		return skip(c.ID, "no refusal carried RateLimit headers to compare with")
-	case admittedWith < admitted:
-		c.Status = Warn
-		c.Message = fmt.Sprintf("%d of %d admitted responses lack the RateLimit headers that refusals carry: clients cannot slow down before they are refused", admitted-admittedWith, admitted)
-		c.Fix = "send RateLimit-Policy and RateLimit on every response, not only on 429"
-	default:
-		c.Status = Pass
-		c.Message = fmt.Sprintf("all %d admitted responses carry the RateLimit headers", admitted)
-	}
-	return c
-}
-
-// evidenceLine is one response in a line: status and the limiter's headers.
-func evidenceLine(o obs) string {
-	if o.Err != nil {
-		return "error: " + secret.Redact(o.Err.Error())
-	}
-	parts := []string{fmt.Sprintf("%d", o.Status)}
-	for _, name := range []string{header.NameRetryAfter, header.NameRateLimit, header.NamePolicy, "Cache-Control", "Etag"} {
-		if v := o.Header.Values(name); len(v) > 0 {
-			parts = append(parts, name+": "+strings.Join(v, ", "))
-		}
-	}
-	if o.Spoof != "" {
-		parts = append(parts, "(sent "+o.Spoof+")")
-	}
-	return strings.Join(parts, "; ")
 }

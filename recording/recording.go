@@ -205,9 +205,10 @@ type recorded struct {
 // recorder folds the requests of a recording into a Result, judging them
 // through the reorder buffer as they go.
 type recorder struct {
-	o  RecordOptions
-	st *tally.Statuses
-	t  *tally.Tally // the counts, histograms, timeline and headers
+	o     RecordOptions
+	st    *tally.Statuses
+	t     *tally.Tally // the counts, histograms, timeline and headers
+	zeros *tally.Zeros // what each identity's Retry-After: 0 was worth
 
 	sent              int64
 	bytesIn, bytesOut int64
@@ -240,7 +241,7 @@ func newRecorder(o RecordOptions) *recorder {
 	rule, _ := judge.NewRule(o.LimitedStatus) // checked by withDefaults
 	st := tally.NewStatuses(rule, o.ExpectStatus)
 	return &recorder{
-		o: o, st: st,
+		o: o, st: st, zeros: tally.NewZeros(1),
 		t:      tally.New(st, int64(maxRecordedLatency/time.Microsecond)),
 		ids:    map[string]int{},
 		bySend: arrivalHeap{}, byDone: arrivalHeap{done: true},
@@ -303,10 +304,12 @@ func (r *recorder) add(q *recorded) error {
 	r.sent++
 	// due = send: both latencies are the one from the send
 	r.t.Count(status, kind, time.Duration(latNs), time.Duration(latNs))
+	zero := false
 	if q.header != nil {
 		if err := r.inspect(status, q.header, time.Unix(0, q.doneNs)); err != nil {
 			return err
 		}
+		zero = status != 0 && r.t.Zero()
 	} else if status != 0 && r.o.Source == SourceVegeta && r.o.IdentityTag != "" {
 		return flagErrorf("--identity-tag %s: %s carries responses without headers (older vegeta versions record none), so no response header can name the identity; drop --identity-tag", words.Printable(r.o.IdentityTag), words.Printable(r.o.Name))
 	}
@@ -324,6 +327,10 @@ func (r *recorder) add(q *recorded) error {
 			r.ids[q.identity] = k
 		}
 		id = k
+	}
+	if status != 0 {
+		r.zeros.Grow(id)
+		r.zeros.Observe(r.t, id, q.sendNs, q.doneNs, r.st.Rule.Limited(status), zero)
 	}
 	r.clock = max(r.clock, q.doneNs)
 	r.maxLat = max(r.maxLat, latNs)
@@ -446,13 +453,13 @@ func (r *recorder) flush() error {
 // result is the recording as a load run's result, judged.
 func (r *recorder) result() (*tally.Result, error) {
 	o := r.o
-	if o.Expect != nil && o.Expect.Auto && !r.headered {
+	if o.Expect != nil && o.Expect.Auto && !o.Expect.Implicit && !r.headered {
 		return nil, flagErrorf("--expect auto needs RateLimit-Policy, which %s lacks (%s); give --expect MODEL, e.g. token-bucket:burst=10,rate=5/s", words.Printable(o.Name), r.noHeadersWhy())
 	}
 	res := &tally.Result{
 		Kind: tally.Kind, Version: 1, Source: o.Source,
 		Target: secret.URL(r.url), Method: r.method, StartedAt: time.Unix(0, r.startNs).UTC(),
-		Planned: addSat(r.sent, r.dropped), Sent: r.sent,
+		Planned: addSat(r.sent, r.dropped), Sent: r.sent, LimitedStatus: r.st.Rule.Declared(),
 		Dropped: r.dropped, DroppedNoVU: r.dropped,
 		BytesIn: r.bytesIn, BytesOut: r.bytesOut,
 	}

@@ -28,6 +28,38 @@ func loadExpected(res *tally.Result) (perSec []float64, desc string, ok bool) {
 	return perSec, j.Description, true
 }
 
+// loadHeadline is a run's verdict in a line, read from its checks: the
+// failed ones first; on a pass, what was judged; then the warnings that
+// did not hold (a fail-open limiter, a count over under faults, an older
+// draft), so the headline never claims more than the body shows.
+func loadHeadline(res *tally.Result) string {
+	var parts []string
+	if res.Verdict == "fail" {
+		parts = append(parts, res.VerdictMessages...)
+	} else {
+		var judged []string
+		judged = append(judged, "no check failed")
+		if j := res.Expect; j != nil && !j.NotJudged && res.Faults == nil {
+			judged = append(judged, "the admitted count fits the expectation")
+		} else if j != nil && j.NotJudged {
+			judged = append(judged, j.Note)
+		} else if j == nil {
+			judged = append(judged, "the admitted count was not judged (no --expect)")
+		}
+		parts = append(parts, strings.Join(judged, "; "))
+	}
+	var warned []string
+	for _, c := range res.CheckList() {
+		if c.Warning && !c.Pass && !c.Skipped {
+			warned = append(warned, c.ID+": "+c.Message)
+		}
+	}
+	if len(warned) > 0 {
+		parts = append(parts, "warnings: "+strings.Join(warned, "; "))
+	}
+	return strings.Join(parts, "; ")
+}
+
 func loadHTML(b *strings.Builder, res *tally.Result) {
 	fmt.Fprintf(b, "<p>%s %s · %s for %s · %d planned, %d sent, %d dropped · %s · %s</p>\n",
 		esc(res.Method), htmlCode(res.Target), esc(res.Rate), esc(secs(res.DurationS)), res.Planned, res.Sent, res.Dropped,
@@ -42,10 +74,8 @@ func loadHTML(b *strings.Builder, res *tally.Result) {
 		fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(line))
 	}
 	switch res.Verdict {
-	case "pass":
-		htmlVerdict(b, true, "every threshold held and the admitted count fits the expectation")
-	case "fail":
-		htmlVerdict(b, false, strings.Join(res.VerdictMessages, "; "))
+	case "pass", "fail":
+		htmlVerdict(b, res.Verdict == "pass", loadHeadline(res))
 	default:
 		fmt.Fprintf(b, "<p class=\"verdict fail\"><span class=\"badge note\">INTERRUPTED</span> %s</p>\n",
 			esc(fmt.Sprintf("stopped after %s: no verdict; %d iterations never fell due", secs(res.ElapsedS), res.NotStarted)))
@@ -227,8 +257,7 @@ func loadHTML(b *strings.Builder, res *tally.Result) {
 			htmlVerdict(b, j.Pass, j.Line())
 		}
 		if j.Description != "" {
-			fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(fmt.Sprintf("tolerance %d = max(jitter %d, shift %d) + rounding %d + unknown %d",
-				j.Tolerance, j.Tol.Jitter, j.Tol.Shift, j.Tol.Rounding, j.Tol.Unknown)))
+			fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(j.Tol.Explain(j.Tolerance)))
 		}
 		if len(j.Readings) > 0 {
 			var rrows [][]string

@@ -69,8 +69,7 @@ func LoadText(w io.Writer, res *tally.Result, o Options) error {
 		b.WriteString("\n" + st.Header.Render(title) + "\n")
 		fmt.Fprintf(&b, "  %s\n", Printable(j.Line()))
 		if j.Description != "" {
-			fmt.Fprintf(&b, "  %s\n", st.Dim.Render(fmt.Sprintf("tolerance %d = max(jitter %d, shift %d) + rounding %d + unknown %d",
-				j.Tolerance, j.Tol.Jitter, j.Tol.Shift, j.Tol.Rounding, j.Tol.Unknown)))
+			fmt.Fprintf(&b, "  %s\n", st.Dim.Render(j.Tol.Explain(j.Tolerance)))
 		}
 		for _, r := range j.Readings {
 			fit := "does not fit"

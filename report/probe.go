@@ -57,6 +57,12 @@ func probeScope(res probe.Result) string {
 	if res.Peer != "" {
 		s += ", from " + res.Peer
 	}
+	if res.Shared {
+		s += "; the identities shared one quota (a limiter keyed by address), so the phases ran one after another, each after a reset"
+	}
+	for _, n := range res.Notes {
+		s += "; note: " + n
+	}
 	return s
 }
 

@@ -2,9 +2,12 @@ package tally
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/header"
 	"github.com/ratelimit-dev/ratelimit/judge"
+	"github.com/ratelimit-dev/ratelimit/words"
 )
 
 // CheckList returns the run's checks: the thresholds, the generator, the
@@ -40,8 +43,15 @@ func (r *Result) CheckList() []doc.Check {
 	}
 	out = append(out, gen)
 	out = append(out, r.headerChecks()...)
+	out = append(out, r.draftCheck(), r.failOpenCheck())
 	if j := r.Expect; j != nil {
 		c := doc.Check{ID: CheckExpect, Pass: j.Pass, Message: j.Line()}
+		if j.NotJudged {
+			c.Pass, c.Skipped = true, true
+		}
+		if !c.Pass && r.Headers.AllowedBare > 0 && r.Headers.AllowedWith > 0 {
+			c.Message += "; " + failOpenLine(r.Headers)
+		}
 		if r.Faults != nil {
 			// the faults disturb the whole run's count on purpose; the
 			// fault checks judge it window by window
@@ -54,10 +64,11 @@ func (r *Result) CheckList() []doc.Check {
 	}
 	out = append(out, r.Faults.Checks()...)
 	out = append(out, r.segmentChecks()...)
-	// with a model to judge, a target without a limiter fails the run
-	expectGiven := r.Expect != nil || r.Segment != nil && r.Segment.Expect != ""
+	// with a model given to judge, a target without a limiter fails the
+	// run (a count judged only because a policy was advertised has seen one)
+	expectGiven := r.Expect != nil && !r.Expect.Implicit && !r.Expect.NotJudged || r.Segment != nil && r.Segment.Expect != ""
 	seen := doc.Check{ID: CheckLimiterSeen, Pass: !NoLimiterSeen(r), Warning: !expectGiven,
-		Message: "a 429 or a RateLimit header was seen"}
+		Message: "a refusal or a RateLimit header was seen"}
 	switch {
 	case !seen.Pass:
 		seen.Message = noLimiterMessage(r)
@@ -113,8 +124,26 @@ func (r *Result) headerChecks() []doc.Check {
 	return out
 }
 
+// refusalWord names the run's refusals: "429", or with declared refusal
+// statuses "refusal (429, 503)".
+func (r *Result) refusalWord() string {
+	if len(r.LimitedStatus) == 0 {
+		return "429"
+	}
+	return "refusal (" + refusalStatuses(r.LimitedStatus) + ")"
+}
+
+func refusalStatuses(also []int) string {
+	parts := []string{"429"}
+	for _, s := range also {
+		parts = append(parts, fmt.Sprint(s))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func (r *Result) headerRules() []doc.Check {
 	h := r.Headers
+	refusal := r.refusalWord()
 	field := func(id, name string, f FieldStat) doc.Check {
 		c := doc.Check{ID: id, Warning: true, Pass: true}
 		switch {
@@ -130,35 +159,44 @@ func (r *Result) headerRules() []doc.Check {
 			}
 		default:
 			c.Message = fmt.Sprintf("every %s value is valid", name)
+			if h.Draft != "" && h.Draft != header.DraftCurrent && h.OldDraft > 0 {
+				c.Message += fmt.Sprintf(" in %s syntax", h.Draft)
+			}
 		}
 		return c
 	}
-	ra := doc.Check{ID: CheckRetryAfter, Warning: true, Pass: true, Message: "every 429 has a valid Retry-After"}
+	ra := doc.Check{ID: CheckRetryAfter, Warning: true, Pass: true, Message: "every " + refusal + " has a valid Retry-After"}
 	switch {
 	case r.RateLimited == 0:
-		ra.Skipped, ra.Message = true, "no 429 responses"
+		ra.Skipped, ra.Message = true, "no "+refusal+" responses"
 	case h.RetryAfter.Valid < r.RateLimited:
 		ra.Pass = false
-		ra.Message = fmt.Sprintf("%d of %d 429 responses lack a valid Retry-After", r.RateLimited-h.RetryAfter.Valid, r.RateLimited)
+		ra.Message = fmt.Sprintf("%d of %d %s responses lack a valid Retry-After", r.RateLimited-h.RetryAfter.Valid, r.RateLimited, refusal)
 		if h.RetryAfter.Example != "" {
 			ra.Message += ": " + h.RetryAfter.Example
 		}
+	case h.RetryZeroRefused > 0:
+		ra.Pass = false
+		ra.Message = fmt.Sprintf("%d refusals said Retry-After: 0 (retry at once), and the same identity's next request within %s was refused again %d times: clients told to retry at once hammer the limiter",
+			h.RetryZero, ZeroHorizon, h.RetryZeroRefused)
+	case h.RetryZero > 0:
+		ra.Message += fmt.Sprintf("; note: %d said Retry-After: 0, which RFC 9110 allows, and the same identity's next request within %s was admitted %d times and never refused", h.RetryZero, ZeroHorizon, h.RetryZeroAdmitted)
 	}
-	st := doc.Check{ID: CheckNotStorable, Warning: true, Pass: true, Message: "no 429 may be stored by a cache"}
+	st := doc.Check{ID: CheckNotStorable, Warning: true, Pass: true, Message: "no " + refusal + " may be stored by a cache"}
 	switch {
 	case r.RateLimited == 0:
-		st.Skipped, st.Message = true, "no 429 responses"
+		st.Skipped, st.Message = true, "no "+refusal+" responses"
 	case h.Storable429 > 0:
 		st.Pass = false
-		st.Message = fmt.Sprintf("%d of %d 429 responses may be stored by a cache", h.Storable429, r.RateLimited)
+		st.Message = fmt.Sprintf("%d of %d %s responses may be stored by a cache", h.Storable429, r.RateLimited, refusal)
 		if h.StorableWhy != "" {
 			st.Message += ": " + h.StorableWhy
 		}
 	}
-	ws := doc.Check{ID: CheckWrongStatus, Pass: true, Message: "every response limited by its own headers (r=0) is a 429"}
+	ws := doc.Check{ID: CheckWrongStatus, Pass: true, Message: "every refusal, and every response limited by its own headers (r=0), is a 429"}
 	if h.WrongStatus > 0 {
 		ws.Pass = false
-		ws.Message = fmt.Sprintf("%d responses were limited with %s, not 429 (their RateLimit says r=0): clients and proxies take a 5xx for an outage and retry at once", h.WrongStatus, h.WrongStatusExample)
+		ws.Message = fmt.Sprintf("%d responses were limited with %s, not 429 (a declared refusal status, or their RateLimit says r=0): clients and proxies take a 5xx for an outage and retry at once", h.WrongStatus, h.WrongStatusExample)
 	}
 	rs := doc.Check{ID: CheckReset, Pass: true, Message: "every RateLimit t is within the policy's window"}
 	switch {
@@ -173,6 +211,55 @@ func (r *Result) headerRules() []doc.Check {
 		field(CheckPolicy, "RateLimit-Policy", h.Policy),
 		ra, st, ws, rs,
 	}
+}
+
+// draftCheck warns about RateLimit fields in an older draft's syntax:
+// valid there and read (policy and all), but not what the current draft
+// and the clients that follow it read. Skipped when every field is in the
+// current syntax or there are none.
+func (r *Result) draftCheck() doc.Check {
+	h := r.Headers
+	c := doc.Check{ID: CheckDraft, Warning: true, Pass: true}
+	switch {
+	case h.NotRecorded != "":
+		c.Skipped, c.Message = true, "not checked: "+h.NotRecorded
+	case h.OldDraft == 0:
+		c.Skipped, c.Message = true, "no RateLimit field in an older draft's syntax"
+		if h.Draft == header.DraftCurrent {
+			c.Message = "every RateLimit field is in the current draft's syntax"
+		}
+	default:
+		c.Pass = false
+		c.Message = fmt.Sprintf("%d responses carry RateLimit fields in %s syntax (%s): valid for that draft and read here, but clients that follow the current draft (RateLimit-Policy: \"name\";q=10;w=2, RateLimit: \"name\";r=9;t=2) cannot read them",
+			h.OldDraft, h.Draft, h.OldDraftExample)
+	}
+	return c
+}
+
+// failOpenCheck warns when admitted responses carry no rate limit field
+// while others do: the signature of a limiter that fails open (a missed
+// Redis deadline serves the request without deciding, so without its
+// headers). It says why a count is over, as a finding of its own.
+func (r *Result) failOpenCheck() doc.Check {
+	h := r.Headers
+	c := doc.Check{ID: CheckFailOpen, Warning: true, Pass: true}
+	switch {
+	case h.NotRecorded != "":
+		c.Skipped, c.Message = true, "not checked: "+h.NotRecorded
+	case h.AllowedWith == 0:
+		c.Skipped, c.Message = true, "no admitted response carried a rate limit field to compare with"
+	case h.AllowedBare == 0:
+		c.Message = fmt.Sprintf("every admitted response (%d) carried the limiter's headers", h.AllowedWith)
+	default:
+		c.Pass = false
+		c.Message = failOpenLine(h)
+	}
+	return c
+}
+
+func failOpenLine(h Headers) string {
+	return fmt.Sprintf("%s of %s admitted responses carried no RateLimit header while the others did: the limiter may be failing open (serving without a decision when Redis misses its deadline)",
+		words.Commas(h.AllowedBare), words.Commas(h.AllowedBare+h.AllowedWith))
 }
 
 // NoLimiterNote is the note (or, with --expect, the failure) of a run that

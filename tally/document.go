@@ -24,6 +24,8 @@ const (
 	CheckNotStorable  = "header:429-not-storable"
 	CheckWrongStatus  = "header:limited-status"
 	CheckReset        = "header:reset"
+	CheckDraft        = "header:draft"
+	CheckFailOpen     = "fail-open"
 	CheckExpect       = "expect"
 	CheckLimiterSeen  = "limiter-seen"
 	CheckCompleted    = "completed"
@@ -61,7 +63,8 @@ type document struct {
 	BytesOut         int64                  `json:"bytes_out"`
 	Status           map[string]int64       `json:"status"`
 	Allowed          int64                  `json:"allowed"`
-	Refused          int64                  `json:"refused"` // 429s
+	Refused          int64                  `json:"refused"` // the limiter's refusals: 429 and LimitedStatus
+	LimitedStatus    []int                  `json:"limited_status,omitempty"`
 	RefusedPct       float64                `json:"refused_pct"`
 	Failed           int64                  `json:"failed"`
 	FailedPct        float64                `json:"failed_pct"`
@@ -109,7 +112,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		NotStarted: r.NotStarted, Interrupted: r.Interrupted, Aborted: r.Aborted, AbortReason: r.AbortReason,
 		Completed: r.Completed, Responses: r.Responses, AchievedRatePerS: r.AchievedRate, ResponsesPerS: r.ResponsesPerS,
 		BytesIn: r.BytesIn, BytesOut: r.BytesOut,
-		Status: r.Status, Allowed: r.Allowed, Refused: r.RateLimited, RefusedPct: r.RateLimitedPct,
+		Status: r.Status, Allowed: r.Allowed, Refused: r.RateLimited, LimitedStatus: r.LimitedStatus, RefusedPct: r.RateLimitedPct,
 		Failed: r.Failed, FailedPct: r.FailedPct, Errors: r.Errors, Timeline: r.Timeline,
 		LatencyHistogram: r.LatencyHistogram, FromDueHistogram: r.LatencyFromDueHistogram,
 		Latency: r.Latency, LatencyFromDue: r.LatencyFromDue, Lateness: r.Lateness,
@@ -145,7 +148,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		NotStarted: d.NotStarted, Interrupted: d.Interrupted, Aborted: d.Aborted, AbortReason: d.AbortReason,
 		Completed: d.Completed, Responses: d.Responses, AchievedRate: d.AchievedRatePerS, ResponsesPerS: d.ResponsesPerS,
 		BytesIn: d.BytesIn, BytesOut: d.BytesOut,
-		Status: d.Status, Allowed: d.Allowed, RateLimited: d.Refused, RateLimitedPct: d.RefusedPct,
+		Status: d.Status, Allowed: d.Allowed, RateLimited: d.Refused, LimitedStatus: d.LimitedStatus, RateLimitedPct: d.RefusedPct,
 		Failed: d.Failed, FailedPct: d.FailedPct, Errors: d.Errors, Timeline: d.Timeline,
 		LatencyHistogram: d.LatencyHistogram, LatencyFromDueHistogram: d.FromDueHistogram,
 		Latency: d.Latency, LatencyFromDue: d.LatencyFromDue, Lateness: d.Lateness,

@@ -66,8 +66,11 @@ type Result struct {
 	RateLimited    int64 // 429s
 	RateLimitedPct float64
 	Failed         int64 // unexpected status or transport error
-	FailedPct      float64
-	Errors         map[string]int64 // transport errors by kind
+	// LimitedStatus are the statuses besides 429 the run counted as the
+	// limiter's refusals (--limited-status).
+	LimitedStatus []int
+	FailedPct     float64
+	Errors        map[string]int64 // transport errors by kind
 
 	Timeline []Second // by the second the request was sent in
 
@@ -155,6 +158,25 @@ type Headers struct {
 	// NotRecorded says why a recording has no response headers to check
 	// (its header checks are then skipped); absent when they were checked.
 	NotRecorded string `json:"not_recorded,omitempty"`
+	// Draft is the draft of the RateLimit fields most responses used
+	// (header.DraftCurrent, draft-07, draft-06, draft-06/07); OldDraft
+	// counts responses in an older draft's syntax, OldDraftExample shows
+	// one.
+	Draft           string `json:"draft,omitempty"`
+	OldDraft        int64  `json:"old_draft"`
+	OldDraftExample string `json:"old_draft_example,omitempty"`
+	// RetryZero counts refusals with Retry-After: 0; of the same
+	// identity's next requests within a second, RetryZeroRefused were
+	// refused again (the 0 was not true) and RetryZeroAdmitted admitted.
+	RetryZero         int64 `json:"retry_after_zero"`
+	RetryZeroRefused  int64 `json:"retry_after_zero_refused"`
+	RetryZeroAdmitted int64 `json:"retry_after_zero_admitted"`
+	// AllowedBare counts admitted responses without the decision's
+	// RateLimit (or legacy X-RateLimit-*) field while AllowedWith carried
+	// one: a limiter that fails open (a Redis deadline missed) serves
+	// requests without deciding, so without that field.
+	AllowedBare int64 `json:"allowed_without_headers"`
+	AllowedWith int64 `json:"allowed_with_headers"`
 }
 
 // FieldStat counts one field's presence and validity.

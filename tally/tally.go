@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -33,9 +35,13 @@ type Tally struct {
 	Allowed   int64
 	Limited   int64
 	Failed    int64
+	// RetryZeroRefused and RetryZeroAdmitted count what became of the
+	// same identity's next request after a Retry-After: 0 (Zeros).
+	RetryZeroRefused, RetryZeroAdmitted int64
 
 	hdr       headerCounts
 	inspector header.Inspector // caches the last RateLimit-Policy parse
+	lastZero  bool             // the last response inspected said Retry-After: 0
 }
 
 // Statuses say how a run reads a status: which are the limiter's
@@ -65,7 +71,7 @@ func New(st *Statuses, maxUs int64) *Tally {
 		rule: st.Rule, expectOK: &st.expectOK,
 		Lat: NewHistogram(maxUs), FromDue: NewHistogram(maxUs),
 		status: map[int]int64{}, errs: map[string]int64{},
-		hdr: headerCounts{policyValues: map[string]int64{}},
+		hdr: headerCounts{policyValues: map[string]int64{}, drafts: map[string]int64{}},
 	}
 }
 
@@ -177,6 +183,10 @@ func (t *Tally) Tick(sec int64, status int) {
 
 type headerCounts struct {
 	inspected                  int64
+	drafts                     map[string]int64 // responses by the draft of their RateLimit fields
+	oldDraftExample            string
+	retryZero                  int64 // refusals with Retry-After: 0
+	allowedBare, allowedWith   int64 // admitted responses without / with the decision's RateLimit (or legacy) field
 	limitPresent, limitValid   int64
 	policyPresent, policyValid int64
 	retryChecked, retryPresent int64
@@ -199,9 +209,28 @@ const maxPolicyValues = 64
 
 // Inspect counts what the rate limit headers of one response say.
 func (t *Tally) Inspect(status int, h http.Header, now time.Time) {
-	in := t.inspector.Inspect(status, h, now)
+	in := t.inspector.Inspect(status, h, now, t.rule.Limited(status))
 	c := &t.hdr
 	c.inspected++
+	if in.Draft != "" {
+		c.drafts[in.Draft]++
+		if in.Draft != header.DraftCurrent && c.oldDraftExample == "" {
+			c.oldDraftExample = draftExample(h)
+		}
+	}
+	if judge.Allowed(status) {
+		// RateLimit (or the legacy remaining) is the decision's own
+		// field; RateLimit-Policy alone may be sent before deciding
+		if in.HasLimit || in.HasLegacy {
+			c.allowedWith++
+		} else {
+			c.allowedBare++
+		}
+	}
+	t.lastZero = in.RetryAfterZero
+	if in.RetryAfterZero {
+		c.retryZero++
+	}
 	if in.HasPolicy {
 		c.policyPresent++
 		if in.PolicyErr == nil {
@@ -269,6 +298,14 @@ func (t *Tally) Inspect(status int, h http.Header, now time.Time) {
 			}
 		}
 	}
+	// a refusal the user declared (--limited-status 503) counts as the
+	// limiter's everywhere, and is still a finding: it is not a 429
+	if t.rule.Limited(status) && status != http.StatusTooManyRequests {
+		c.wrongStatus++
+		if c.wrongStatusExample == "" {
+			c.wrongStatusExample = strconv.Itoa(status)
+		}
+	}
 }
 
 // FirstPolicy is the first valid RateLimit-Policy value seen ("" if none).
@@ -314,6 +351,15 @@ func (t *Tally) Merge(o *Tally) {
 	for raw, n := range b.policyValues {
 		a.policyValues[raw] += n
 	}
+	for d, n := range b.drafts {
+		a.drafts[d] += n
+	}
+	a.oldDraftExample = firstOf(a.oldDraftExample, b.oldDraftExample)
+	a.retryZero += b.retryZero
+	a.allowedBare += b.allowedBare
+	a.allowedWith += b.allowedWith
+	t.RetryZeroAdmitted += o.RetryZeroAdmitted
+	t.RetryZeroRefused += o.RetryZeroRefused
 	o.timeline = nil
 }
 
@@ -379,7 +425,27 @@ func (t *Tally) Fill(res *Result, lastSec int, headerMode, notRecorded string) {
 	h.WrongStatus, h.WrongStatusExample = c.wrongStatus, c.wrongStatusExample
 	h.ResetBeyondWindow, h.ResetExample = c.resetBeyond, c.resetExample
 	h.PolicyValue = mostCommon(c.policyValues)
+	h.Draft = mostCommon(c.drafts)
+	for d, n := range c.drafts {
+		if d != header.DraftCurrent {
+			h.OldDraft += n
+		}
+	}
+	h.OldDraftExample = c.oldDraftExample
+	h.RetryZero, h.RetryZeroRefused, h.RetryZeroAdmitted = c.retryZero, t.RetryZeroRefused, t.RetryZeroAdmitted
+	h.AllowedBare, h.AllowedWith = c.allowedBare, c.allowedWith
 	res.Headers = h
+}
+
+// draftExample shows the fields of an older draft as sent, for the report.
+func draftExample(h http.Header) string {
+	var parts []string
+	for _, k := range []string{"Ratelimit-Policy", "Ratelimit", "Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Reset"} {
+		if vs := h[k]; len(vs) > 0 {
+			parts = append(parts, http.CanonicalHeaderKey(k)+": "+strings.Join(vs, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func mostCommon(m map[string]int64) string {
@@ -424,3 +490,56 @@ func LatencyOf(h *hdrhistogram.Histogram) Latency {
 		Max:   ms(h.Max()),
 	}
 }
+
+// Zeros follows what a refusal's Retry-After: 0 ("retry at once") was
+// worth: the same identity's next request, sent within ZeroHorizon of
+// it, was admitted (honest) or refused again (dishonest). It is shared by
+// a run's workers (a request of one identity may go through any of them).
+type Zeros struct {
+	at []atomic.Int64 // by identity: the end of its last zero refusal in ns + 1; 0 none
+}
+
+// ZeroHorizon bounds how late a next request still tests a
+// Retry-After: 0: a limiter that says 0 while up to a second remains
+// refuses a retry within it.
+const ZeroHorizon = time.Second
+
+// NewZeros follows identities (at least 1).
+func NewZeros(identities int) *Zeros { return &Zeros{at: make([]atomic.Int64, max(identities, 1))} }
+
+// Grow makes room for identity n; only for a Zeros one goroutine uses
+// (a recording learns its identities as it reads).
+func (z *Zeros) Grow(n int) {
+	if n < len(z.at) {
+		return
+	}
+	at := make([]atomic.Int64, max(n+1, 2*len(z.at)))
+	for i := range z.at {
+		at[i].Store(z.at[i].Load())
+	}
+	z.at = at
+}
+
+// Observe takes one response of identity sent at sendNs and ended at
+// doneNs (offsets from the run's start), with its outcome; it counts on t
+// whether it answered an earlier zero.
+func (z *Zeros) Observe(t *Tally, identity int, sendNs, doneNs int64, refused, zero bool) {
+	if z == nil || identity < 0 {
+		return
+	}
+	slot := &z.at[identity%len(z.at)]
+	if p := slot.Load(); p != 0 && sendNs >= p-1 && sendNs-(p-1) <= int64(ZeroHorizon) && slot.CompareAndSwap(p, 0) {
+		if refused {
+			t.RetryZeroRefused++
+		} else {
+			t.RetryZeroAdmitted++
+		}
+	}
+	if refused && zero {
+		slot.Store(doneNs + 1)
+	}
+}
+
+// Zero reports whether the last response Inspect saw was a refusal with
+// Retry-After: 0.
+func (t *Tally) Zero() bool { return t.lastZero }

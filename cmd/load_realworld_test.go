@@ -1,0 +1,143 @@
+package cmd
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limtest"
+	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/serve"
+	"github.com/ratelimit-dev/ratelimit/tally"
+)
+
+// checkOf finds a check of a load document by id.
+func checkOf(t *testing.T, doc tally.Result, id string) (pass, warning, skipped bool, msg string) {
+	t.Helper()
+	for _, c := range doc.Checks {
+		if c.ID == id {
+			return c.Pass, c.Warning, c.Skipped, c.Message
+		}
+	}
+	t.Fatalf("no check %s in %+v", id, doc.Checks)
+	return
+}
+
+// TestLoadOlderDrafts: express-rate-limit's draft-06 (standardHeaders:
+// true, its meaning since v6) and draft-07 fields are read: --expect auto
+// reads their policy, the run passes, the header checks pass, and the
+// draft is a warning naming it (it used to fail every run: "the policy
+// identifier must be a String, got an Integer").
+func TestLoadOlderDrafts(t *testing.T) {
+	for _, draft := range []string{"true", "draft-7"} {
+		t.Run(draft, func(t *testing.T) {
+			url := limtest.Express(t, limtest.ExpressOptions{Limit: 10, Window: 2 * time.Second, StandardHeaders: draft, KeyHeader: "X-API-Key"})
+			code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "3s", "--identities", "1", "--expect", "auto")
+			name := map[string]string{"true": "draft-06", "draft-7": "draft-07"}[draft]
+			pass, warning, _, msg := checkOf(t, doc, tally.CheckDraft)
+			if code != exitcode.OK || doc.Verdict != "pass" || doc.Expect == nil || !doc.Expect.Pass || pass || !warning || !strings.Contains(msg, name) {
+				t.Fatalf("standardHeaders %s: exit %d, %s %v, expect %+v, draft check %v/%v %q", draft, code, doc.Verdict, doc.VerdictMessages, doc.Expect, pass, warning, msg)
+			}
+			if p, _, _, m := checkOf(t, doc, tally.CheckPolicy); !p {
+				t.Errorf("%s policy check: %s", draft, m)
+			}
+			t.Log(doc.Expect.Line())
+		})
+	}
+}
+
+// TestLoadLegacyDecimalEpoch: slowapi's X-RateLimit-Reset is a decimal
+// Unix time (1796326311.1529): read, not skipped; the run passes.
+func TestLoadLegacyDecimalEpoch(t *testing.T) {
+	url := limtest.Fake(t, limtest.FakeSpec{Algorithm: limtest.FakeFixedWindow, Limit: 10, Window: 2 * time.Second, Style: limtest.FakeSlowAPI, KeyHeader: "X-API-Key"})
+	code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "3s", "--identities", "1", "--expect", "fixed-window:limit=10,window=2s")
+	if code != exitcode.OK || doc.Verdict != "pass" || doc.Headers.Legacy == 0 {
+		t.Fatalf("slowapi: exit %d, %s %v, headers %+v", code, doc.Verdict, doc.VerdictMessages, doc.Headers)
+	}
+}
+
+// TestLoadRetryAfterZero: Retry-After: 0 is judged by what the same
+// identity's next request met: refused again (a limiter whose 0 lies)
+// fails header:retry-after; honest 0s, or none, pass.
+func TestLoadRetryAfterZero(t *testing.T) {
+	liar := limtest.Fake(t, limtest.FakeSpec{Algorithm: limtest.FakeFixedWindow, Limit: 10, Window: 2 * time.Second,
+		Style: limtest.FakeSlowAPI, KeyHeader: "X-API-Key", DishonestRetryAfter: true})
+	code, doc := loadJSON(t, "--target", liar, "--rate", "20/s", "--duration", "3s", "--identities", "1", "--expect", "fixed-window:limit=10,window=2s")
+	pass, _, _, msg := checkOf(t, doc, tally.CheckRetryAfter)
+	if code != exitcode.Failed || pass || doc.Headers.RetryZeroRefused == 0 || !strings.Contains(msg, "Retry-After: 0") {
+		t.Fatalf("dishonest 0: exit %d, retry-after %v %q, headers %+v", code, pass, msg, doc.Headers)
+	}
+	honest := limtest.Fake(t, limtest.FakeSpec{Algorithm: limtest.FakeFixedWindow, Limit: 10, Window: 2 * time.Second, Style: limtest.FakeSlowAPI, KeyHeader: "X-API-Key"})
+	code, doc = loadJSON(t, "--target", honest, "--rate", "20/s", "--duration", "3s", "--identities", "1", "--expect", "fixed-window:limit=10,window=2s")
+	if pass, _, _, msg := checkOf(t, doc, tally.CheckRetryAfter); code != exitcode.OK || !pass || doc.Headers.RetryZeroRefused != 0 {
+		t.Fatalf("slowapi: exit %d, retry-after %v %q", code, pass, msg)
+	}
+}
+
+// TestLoadNginx503: nginx limit_req refuses with 503 by default. With the
+// status declared (--expect-status 200,503 implies it; --limited-status
+// says it) the refusals count as the limiter's everywhere: the count is
+// judged, the limiter is seen, and the run's verdict is the count's. The
+// same run without declaring 503 fails (503s are failures, and no
+// refusal was seen).
+func TestLoadNginx503(t *testing.T) {
+	url := limtest.Nginx(t, limtest.NginxLimit{Rate: "5r/s", Burst: 9, NoDelay: true, Key: "$http_x_api_key"})
+	for _, args := range [][]string{{"--expect-status", "200,503"}, {"--limited-status", "503", "--max-failed", "100%"}} {
+		code, doc := loadJSON(t, append([]string{"--target", url, "--rate", "20/s", "--duration", "3s", "--identities", "1",
+			"--expect", "gcra:rate=5/s,burst=10", "--headers", "warn"}, args...)...)
+		seen, _, _, msg := checkOf(t, doc, tally.CheckLimiterSeen)
+		if code != exitcode.OK || !seen || doc.RateLimited == 0 || doc.Status["503"] != doc.RateLimited || len(doc.LimitedStatus) != 1 {
+			t.Fatalf("%v: exit %d %v, limiter-seen %v %q, refused %d, status %v, limited_status %v", args, code, doc.VerdictMessages, seen, msg, doc.RateLimited, doc.Status, doc.LimitedStatus)
+		}
+		t.Log(doc.Expect.Line())
+	}
+	code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "3s", "--identities", "1", "--expect", "gcra:rate=5/s,burst=10")
+	if code != exitcode.Failed || doc.RateLimited != 0 {
+		t.Fatalf("503 not declared: exit %d, refused %d", code, doc.RateLimited)
+	}
+}
+
+// TestLoadDefaultVerdict: without --expect, a target that advertises a
+// policy is judged against it (serve --break over-admit, which admits
+// twice what it advertises, fails: exit 1); --expect none opts out; a
+// target that advertises none is not judged, and the summary says so.
+func TestLoadDefaultVerdict(t *testing.T) {
+	broken, forget := breakTarget(t, serve.BreakOverAdmit)
+	code, doc := loadJSON(t, "--target", broken, "--rate", "20/s", "--duration", "3s")
+	forget(doc)
+	if code != exitcode.Failed || doc.Expect == nil || doc.Expect.Pass || !doc.Expect.Implicit {
+		t.Fatalf("over-admit without --expect: exit %d, expect %+v", code, doc.Expect)
+	}
+	code, doc = loadJSON(t, "--target", broken, "--rate", "20/s", "--duration", "3s", "--expect", "none")
+	forget(doc)
+	if code != exitcode.OK {
+		t.Fatalf("--expect none: exit %d %v", code, doc.VerdictMessages)
+	}
+	plain := loadBucketTargetNoPolicy(t)
+	tf := newTestFactory(t)
+	code = tf.execute(t, "load", "--target", plain, "--rate", "20/s", "--duration", "2s")
+	if out := tf.Out.String(); code != exitcode.OK || !strings.Contains(out, "not judged") {
+		t.Fatalf("no policy, no --expect: exit %d\n%s", code, out)
+	}
+}
+
+// TestLoadFailOpenFinding: a limiter that serves some requests without
+// deciding (failing open: no RateLimit header on them) is named in the
+// run's checks, and in the count's failure when it is over.
+func TestLoadFailOpenFinding(t *testing.T) {
+	url := failOpenTarget(t)
+	code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "2s", "--identities", "1", "--expect", "token-bucket:burst=10,rate=5/s")
+	pass, warning, _, msg := checkOf(t, doc, tally.CheckFailOpen)
+	_, _, _, expect := checkOf(t, doc, tally.CheckExpect)
+	if code != exitcode.Failed || pass || !warning || !strings.Contains(msg, "failing open") || !strings.Contains(expect, "failing open") {
+		t.Fatalf("fail-open target: exit %d, fail-open %v/%v %q, expect %q", code, pass, warning, msg, expect)
+	}
+}
+
+// breakTarget is serve (a bucket of 10 at 5/s) broken with b.
+func breakTarget(t *testing.T, b serve.Break) (string, func(tally.Result)) {
+	t.Helper()
+	return loadServeTargetBroken(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")}, b)
+}

@@ -1,0 +1,611 @@
+package probe
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/secret"
+)
+
+// judge turns the data into the checks, in CheckIDs order, applying
+// --skip and --warn-only.
+func (d *data) judge(o Options) []Check {
+	checks := []Check{
+		d.limitedStatus(), d.retryAfter(), d.retryAfterHonest(), d.headers(), d.reset(),
+		d.policyCheck(), d.cacheable(), d.isolation(o), d.spoofing(), d.headersOnSuccess(),
+	}
+	for i := range checks {
+		c := &checks[i]
+		if why, ok := d.skipped[c.ID]; ok && c.Status == Skip && (c.Message == "" || strings.HasPrefix(c.Message, "no ")) {
+			c.Message = why
+		}
+		if why, ok := d.skipped["*"]; ok && c.Status == Skip && c.Message == "" {
+			c.Message = why
+		}
+		if slices.Contains(o.Skip, c.ID) {
+			*c = Check{Check: doc.Check{ID: c.ID, Message: "skipped by --skip " + c.ID}, Status: Skip}
+		}
+		if c.Status == Fail && slices.Contains(o.WarnOnly, c.ID) {
+			c.Status = Warn
+			c.Message += " (a warning by --warn-only " + c.ID + ")"
+		}
+		c.Pass = c.Status == Pass || c.Status == Skip
+		c.Warning = c.Status == Warn
+		c.Skipped = c.Status == Skip
+	}
+	return checks
+}
+
+func skip(id, why string) Check { return Check{Check: doc.Check{ID: id, Message: why}, Status: Skip} }
+
+// refusal is A's first refusal, when A was limited.
+func (d *data) refusal() (obs, bool) {
+	if len(d.a) < 2 {
+		return obs{}, false
+	}
+	last := d.a[len(d.a)-1]
+	return last, last.refused()
+}
+
+func (d *data) admittedA() int {
+	n := 0
+	for _, o := range d.a {
+		if o.admitted() {
+			n++
+		}
+	}
+	return n
+}
+
+// refusals are every refused response that carried no error.
+func (d *data) refusals() []obs {
+	var out []obs
+	for _, o := range d.all {
+		if o.refused() && o.Err == nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (d *data) limitedStatus() Check {
+	c := Check{Check: doc.Check{ID: CheckLimitedStatus}}
+	first := d.a[0]
+	if !first.admitted() {
+		c.Status = Fail
+		c.Message = fmt.Sprintf("the first request of a fresh identity was answered %d: the endpoint refuses before any quota is used (or all identities share one exhausted bucket)", first.Status)
+		c.Evidence = []string{evidenceLine(first)}
+		c.Fix = "point the probe at an endpoint that answers 2xx, and check --identity-header"
+		return c
+	}
+	r, ok := d.refusal()
+	if !ok {
+		c.Status = Fail
+		c.Message = fmt.Sprintf("never limited: %d requests of one identity were all admitted", len(d.a))
+		if d.q > 0 {
+			c.Message += fmt.Sprintf(" (the advertised quota is %d)", d.q)
+		}
+		c.Evidence = []string{fmt.Sprintf("%d × %d", len(d.a), first.Status)}
+		c.Fix = "put a limiter in front of this endpoint, or check that it keys clients by --identity-header"
+		return c
+	}
+	c.Evidence = []string{fmt.Sprintf("%d admitted, then %s", d.admittedA(), evidenceLine(r))}
+	if r.Status == http.StatusTooManyRequests {
+		c.Status, c.Message = Pass, fmt.Sprintf("limited with 429 after %d admitted requests", d.admittedA())
+		return c
+	}
+	c.Status = Fail
+	if slices.Contains(d.limited, r.Status) {
+		c.Status = Warn
+	}
+	why := map[int]string{
+		503: "503 means the service is down: clients, proxies and load balancers retry at once, elsewhere, or mark the backend unhealthy",
+		500: "500 reads as a server bug: clients retry and monitoring pages someone",
+		403: "403 says the client may never do this: clients give up instead of waiting",
+	}[r.Status]
+	if why == "" {
+		why = "only 429 tells clients they are being limited and should wait"
+	}
+	c.Message = fmt.Sprintf("limited with %d, not 429: %s", r.Status, why)
+	if c.Status == Warn {
+		c.Message += fmt.Sprintf(" (a warning: --limited-status declares %d the limiter's refusal)", r.Status)
+	}
+	c.Fix = "answer 429 Too Many Requests (RFC 6585) when the limiter refuses (nginx: limit_req_status 429)"
+	return c
+}
+
+func (d *data) retryAfter() Check {
+	c := Check{Check: doc.Check{ID: CheckRetryAfter}}
+	refs := d.refusals()
+	if len(refs) == 0 {
+		return skip(c.ID, "no refusal to inspect")
+	}
+	bad := 0
+	var first string
+	for _, o := range refs {
+		if _, err := header.CheckRetryAfter(o.Header, o.Done); err != nil {
+			bad++
+			if first == "" {
+				first = err.Error()
+			}
+		}
+	}
+	if bad > 0 {
+		c.Status = Fail
+		c.Message = fmt.Sprintf("%d of %d refusals lack a valid Retry-After: %s", bad, len(refs), strings.TrimPrefix(first, header.ErrInvalid.Error()+": "))
+		c.Evidence = []string{evidenceLine(refs[0])}
+		c.Fix = "send Retry-After with the whole seconds until the quota returns, rounded up"
+		return c
+	}
+	c.Status = Pass
+	c.Message = fmt.Sprintf("all %d refusals carry a valid Retry-After (e.g. %s)", len(refs), refs[0].Header.Get(header.NameRetryAfter))
+	return c
+}
+
+// retryAfterSlack is how much later than Retry-After the quota may return
+// before a client that waits exactly Retry-After counts as refused: the
+// polling step and a round trip.
+const retryAfterSlack = 300 * time.Millisecond
+
+func (d *data) retryAfterHonest() Check {
+	c := Check{Check: doc.Check{ID: CheckRetryAfterHonest}}
+	if len(d.e) == 0 || !d.e[len(d.e)-1].refused() {
+		return skip(c.ID, "identity E was not limited")
+	}
+	ref := d.e[len(d.e)-1]
+	ra, err := header.CheckRetryAfter(ref.Header, ref.Done)
+	if err != nil {
+		return skip(c.ID, "no valid Retry-After to judge (see retry-after)")
+	}
+	if ra.Zero() {
+		if d.eRetry == nil {
+			return skip(c.ID, "Retry-After: 0, and no retry was sent")
+		}
+		c.Evidence = []string{"Retry-After 0 on " + evidenceLine(ref), "the retry at once: " + evidenceLine(*d.eRetry)}
+		if d.eRetry.admitted() {
+			c.Status = Pass
+			c.Message = "Retry-After: 0 (retry at once), which RFC 9110 allows, and the retry at once was admitted"
+			return c
+		}
+		c.Status = Fail
+		c.Message = "Retry-After: 0 told the client to retry at once, and the retry at once was refused: clients that do as told hammer the limiter"
+		c.Fix = "send Retry-After with the whole seconds until the quota returns, rounded up (0 only once it is back)"
+		return c
+	}
+	if ra.Delay <= 0 {
+		return skip(c.ID, "the Retry-After date is already past: nothing to wait for")
+	}
+	if len(d.ePoll) == 0 {
+		return skip(c.ID, "no polling requests were sent")
+	}
+	lastPoll := d.ePoll[len(d.ePoll)-1]
+	c.Evidence = []string{fmt.Sprintf("Retry-After %s on %s", ref.Header.Get(header.NameRetryAfter), evidenceLine(ref)),
+		fmt.Sprintf("%d polls every %s", len(d.ePoll), pollStep(d.ePoll, ref))}
+	if !lastPoll.admitted() {
+		c.Status = Fail
+		c.Message = fmt.Sprintf("Retry-After said %s, but the quota had not returned %s after the refusal: clients that wait as told are refused again and hammer the limiter",
+			ra.Delay.Round(time.Millisecond), lastPoll.Sent.Sub(ref.Done).Round(time.Millisecond))
+		c.Fix = "compute Retry-After from the limiter's own retry time, rounded up to whole seconds"
+		return c
+	}
+	measured := lastPoll.Sent.Sub(ref.Done)
+	c.Evidence = append(c.Evidence, fmt.Sprintf("first admitted %s after the refusal", measured.Round(time.Millisecond)))
+	// Retry-After is whole seconds rounded up: up to 1 s more than the
+	// measured wait is honest, plus the polling slack.
+	switch {
+	case measured > ra.Delay+retryAfterSlack:
+		c.Status = Fail
+		c.Message = fmt.Sprintf("too short: Retry-After %s, but the quota returned only after %s; a client waiting as told is refused again",
+			ra.Delay, measured.Round(time.Millisecond))
+		c.Fix = "compute Retry-After from the limiter's own retry time, rounded up to whole seconds"
+	case ra.Delay > measured+time.Second+retryAfterSlack:
+		c.Status = Fail
+		c.Message = fmt.Sprintf("too long: Retry-After %s, but the quota returned after %s; clients wait far longer than they must",
+			ra.Delay, measured.Round(time.Millisecond))
+		c.Fix = "compute Retry-After from the limiter's own retry time, rounded up to whole seconds"
+	default:
+		c.Status = Pass
+		c.Message = fmt.Sprintf("Retry-After %s, quota back after %s (tolerance: rounding up to whole seconds, plus %s)",
+			ra.Delay, measured.Round(time.Millisecond), retryAfterSlack)
+	}
+	return c
+}
+
+func pollStep(polls []obs, ref obs) time.Duration {
+	if len(polls) == 0 {
+		return 0
+	}
+	return (polls[len(polls)-1].Sent.Sub(ref.Done) / time.Duration(len(polls))).Round(time.Millisecond)
+}
+
+func (d *data) headers() Check {
+	c := Check{Check: doc.Check{ID: CheckHeaders}}
+	var bad []string
+	standard, legacy := 0, 0
+	drafts := map[string]int{}
+	var draftExample string
+	for _, o := range d.all {
+		if o.Err != nil {
+			continue
+		}
+		in := header.Inspect(o.Status, o.Header, o.Done)
+		if in.HasPolicy || in.HasLimit {
+			standard++
+			drafts[in.Draft]++
+			if in.Draft != header.DraftCurrent && draftExample == "" {
+				draftExample = evidenceLine(o)
+			}
+		} else if in.HasLegacy {
+			legacy++
+		}
+		for _, e := range []error{in.PolicyErr, in.LimitErr} {
+			if e != nil {
+				bad = append(bad, e.Error())
+			}
+		}
+		if o.Status == http.StatusTooManyRequests {
+			if r, _, _, ok := limitOf(o.Header, o.Done); ok && r != 0 {
+				bad = append(bad, fmt.Sprintf("a 429 says %d remaining (r must be 0 when refused)", r))
+			}
+		}
+	}
+	// r falls by one per admitted request of A (the refill during the
+	// burst may give some back)
+	prev := int64(-1)
+	var prevT time.Time
+	for _, o := range d.a {
+		r, _, _, ok := limitOf(o.Header, o.Done)
+		if !ok || !o.admitted() {
+			continue
+		}
+		if prev >= 0 {
+			refill := int64(0)
+			if d.q > 0 && d.w > 0 {
+				refill = int64(math.Ceil(float64(d.q) * o.Done.Sub(prevT).Seconds() / d.w.Seconds()))
+			}
+			if r > prev-1+refill || r < prev-1-1 {
+				bad = append(bad, fmt.Sprintf("r went from %d to %d across one admitted request", prev, r))
+			}
+		}
+		prev, prevT = r, o.Done
+	}
+	switch {
+	case len(bad) > 0:
+		c.Status = Fail
+		c.Message = fmt.Sprintf("%d problems; first: %s", len(bad), bad[0])
+		c.Evidence = firstN(bad, 3)
+		c.Fix = "send RateLimit-Policy: \"name\";q=Q;w=W and RateLimit: \"name\";r=R;t=T as the IETF draft defines them"
+	case standard == 0 && legacy == 0:
+		c.Status = Fail
+		c.Message = "no RateLimit, RateLimit-Policy or X-RateLimit-* headers on any response: clients cannot pace themselves"
+		c.Fix = "send RateLimit-Policy and RateLimit (IETF draft) on every response"
+	case standard == 0:
+		c.Status = Warn
+		c.Message = fmt.Sprintf("only legacy X-RateLimit-* headers (%d responses); they parse, but the IETF RateLimit fields are the standard", legacy)
+		c.Fix = "add RateLimit-Policy and RateLimit next to the legacy fields"
+	case drafts[header.DraftCurrent] < standard:
+		old := ""
+		for dr, n := range drafts {
+			if dr != header.DraftCurrent && (old == "" || n > drafts[old]) {
+				old = dr
+			}
+		}
+		c.Status = Warn
+		c.Message = fmt.Sprintf("the RateLimit fields parse and agree on %d responses, in %s syntax: valid for that draft, but clients that follow the current draft cannot read them", standard, old)
+		c.Evidence = []string{draftExample}
+		c.Fix = "send RateLimit-Policy: \"name\";q=Q;w=W and RateLimit: \"name\";r=R;t=T (the current draft; express-rate-limit: standardHeaders: 'draft-8')"
+	default:
+		c.Status = Pass
+		c.Message = fmt.Sprintf("RateLimit fields parse on %d responses, r <= q, r falls by one per admitted request and is 0 on 429", standard)
+	}
+	return c
+}
+
+func firstN(xs []string, n int) []string {
+	if len(xs) > n {
+		return append(slices.Clone(xs[:n]), fmt.Sprintf("and %d more", len(xs)-n))
+	}
+	return xs
+}
+
+func (d *data) reset() Check {
+	c := Check{Check: doc.Check{ID: CheckReset}}
+	tc, roundC, okc := resetOf(d.c)
+	td, _, okd := resetOf(d.d)
+	if d.c.Header == nil || (!okc && !okd) {
+		if _, ok := d.refusal(); !ok {
+			return skip(c.ID, "the endpoint was not limited")
+		}
+		return skip(c.ID, "no reset time (RateLimit t or X-RateLimit-Reset) to judge")
+	}
+	if d.q <= 0 {
+		return skip(c.ID, "the quota is unknown: pass --expect to judge the reset")
+	}
+	var fails, evidence []string
+	var late string
+	if len(d.cBurst) > 0 {
+		n := countAdmitted(d.cBurst)
+		// the burst's last request, not its first, is what must still
+		// be before the reset by more than its rounding
+		cEnd := d.cBurst[len(d.cBurst)-1].Sent.Sub(d.c.Done)
+		evidence = append(evidence, fmt.Sprintf("identity C: reset %s after its first request; %d of %d admitted %s to %s later", tc, n, len(d.cBurst), d.cAt.Round(time.Millisecond), cEnd.Round(time.Millisecond)))
+		switch {
+		case cEnd >= tc-roundC:
+			// too late to tell: the observation cannot show an early reset
+			late = fmt.Sprintf("identity C's burst ran until %s after its first request, within the reset's rounding (%s of %s): it cannot show an early reset", cEnd.Round(time.Millisecond), roundC, tc)
+		case n >= int(d.q):
+			fails = append(fails, fmt.Sprintf("the reset said %s, but the whole quota (%d) was back %s after the first request, sooner than its rounding (%s) allows: it overstates the wait", tc, d.q, cEnd.Round(time.Millisecond), roundC))
+		}
+	}
+	if len(d.dBurst) > 0 {
+		n := countAdmitted(d.dBurst)
+		evidence = append(evidence, fmt.Sprintf("identity D: reset %s after its first request; %d of %d admitted %s later", td, n, len(d.dBurst), d.dAt.Round(time.Millisecond)))
+		if n < int(d.q) {
+			fails = append(fails, fmt.Sprintf("the reset said %s, but %s later only %d of %d were admitted: it understates the wait", td, d.dAt.Round(time.Millisecond), n, d.q))
+		}
+	}
+	c.Evidence = evidence
+	switch {
+	case len(fails) > 0:
+		c.Status = Fail
+		c.Message = strings.Join(fails, "; ")
+		c.Fix = "send t as the seconds until the full quota is back, counting down (not a constant)"
+	case len(evidence) == 0:
+		return skip(c.ID, fmt.Sprintf("the reset (%s) is too short to check before it passes, or longer than --max-wait", max(tc, td)))
+	case late != "" && len(d.dBurst) == 0:
+		c.Evidence = evidence
+		return skip(c.ID, late)
+	default:
+		c.Status = Pass
+		c.Message = "the quota was full again when t said, and not sooner (tolerance: 1 s of rounding)"
+		if late != "" {
+			c.Message = "the quota was full again when t said; " + late
+		}
+	}
+	return c
+}
+
+func countAdmitted(os []obs) int { return count(os) }
+
+func (d *data) policyCheck() Check {
+	c := Check{Check: doc.Check{ID: CheckPolicy}}
+	if d.q <= 0 {
+		return skip(c.ID, "no advertised policy (RateLimit-Policy) and no --expect")
+	}
+	ref, ok := d.refusal()
+	if !ok {
+		return skip(c.ID, "the endpoint was not limited")
+	}
+	burst := d.admittedA()
+	elapsed := ref.Done.Sub(d.a[0].Sent)
+	tol := int64(1)
+	if d.w > 0 {
+		tol += int64(math.Ceil(float64(d.q) * elapsed.Seconds() / d.w.Seconds()))
+	}
+	var fails []string
+	c.Evidence = []string{fmt.Sprintf("identity A: %d admitted in %s before the first refusal (advertised q=%d, tolerance ±%d for refill and rounding)", burst, elapsed.Round(time.Millisecond), d.q, tol)}
+	if diff := int64(burst) - d.q; diff > tol || -diff > tol {
+		fails = append(fails, fmt.Sprintf("the burst was %d, the policy advertises %d", burst, d.q))
+	}
+	if len(d.aRefill) > 0 && d.w > 0 {
+		n := countAdmitted(d.aRefill)
+		send := d.aRefill[len(d.aRefill)-1].Done.Sub(d.aRefill[0].Sent)
+		tol2 := int64(1) + int64(math.Ceil(float64(d.q)*send.Seconds()/d.w.Seconds()))
+		c.Evidence = append(c.Evidence, fmt.Sprintf("identity A again %s later: %d of %d admitted (expected %d ±%d)", d.aWaited.Round(time.Millisecond), n, len(d.aRefill), d.q, tol2))
+		if d.shared {
+			c.Evidence = append(c.Evidence, "the identities share one quota: every phase started after a full reset, so none spent another's quota")
+		}
+		if diff := int64(n) - d.q; diff > tol2 || -diff > tol2 {
+			fails = append(fails, fmt.Sprintf("one window (%s) after running out, %d were admitted, the policy advertises %d per window", d.w, n, d.q))
+		}
+	}
+	if len(fails) > 0 {
+		c.Status = Fail
+		c.Message = strings.Join(fails, "; ") + ": the headers describe a policy the limiter does not enforce"
+		c.Fix = "advertise the limiter's real quota and window in RateLimit-Policy (or fix the limiter)"
+		return c
+	}
+	c.Status = Pass
+	c.Message = fmt.Sprintf("burst %d and refill match q=%d", burst, d.q)
+	if d.w > 0 {
+		c.Message += fmt.Sprintf(" per %s", d.w)
+	}
+	if len(d.aRefill) == 0 && d.w > 0 {
+		why := fmt.Sprintf("the window (%s) is longer than --max-wait", d.w)
+		if r, ok := d.skipped["refill"]; ok {
+			why = r
+		}
+		c.Message += "; the refill was not measured: " + why
+	}
+	return c
+}
+
+func (d *data) cacheable() Check {
+	c := Check{Check: doc.Check{ID: CheckCacheable}}
+	var notes []string
+	n429 := 0
+	for _, o := range d.all {
+		if o.Status != http.StatusTooManyRequests {
+			continue
+		}
+		n429++
+		switch level, why := header.Cache429(o.Header); level {
+		case header.CacheBad:
+			c.Status = Fail
+			c.Message = "a 429 may be cached: " + why
+			c.Evidence = []string{evidenceLine(o)}
+			c.Fix = "send Cache-Control: no-store on every 429"
+			return c
+		case header.CacheNote:
+			notes = append(notes, why)
+		}
+	}
+	switch {
+	case n429 == 0:
+		return skip(c.ID, "no 429 to inspect")
+	case len(notes) > 0:
+		c.Status = Warn
+		c.Message = fmt.Sprintf("%d of %d 429s: %s", len(notes), n429, notes[0])
+		c.Fix = "send Cache-Control: no-store on every 429"
+	default:
+		c.Status = Pass
+		c.Message = fmt.Sprintf("all %d 429s carry Cache-Control: no-store", n429)
+	}
+	return c
+}
+
+func (d *data) isolation(o Options) Check {
+	c := Check{Check: doc.Check{ID: CheckIsolation}}
+	if _, ok := d.refusal(); !ok {
+		return skip(c.ID, "the endpoint was not limited")
+	}
+	c.Evidence = []string{"fresh identity B right after A ran out: " + evidenceLine(d.b), "no identity right after A ran out: " + evidenceLine(d.anonMid)}
+	if !d.b.admitted() && !d.anonMid.admitted() {
+		// every request shares one quota: a limiter keyed by the client's
+		// address (express-rate-limit's default, nginx's $binary_remote_addr)
+		// or a global one: a design, not a defect, unless it was meant to
+		// key by the identity header
+		c.Status = Warn
+		c.Message = fmt.Sprintf("a fresh %s and a request without one were both refused right after another ran out: the limiter keys by the client's address (or globally), not by %s; if it should limit per %s, that is a defect",
+			o.identityName(), o.identityName(), o.identityName())
+		c.Fix = fmt.Sprintf("key the limiter by the client's identity (%s) if clients behind one address must not share a quota; or pass --identity-header naming the header it keys by", o.identityName())
+		return c
+	}
+	if !d.b.admitted() {
+		c.Status = Fail
+		c.Message = fmt.Sprintf("a fresh %s was refused right after another ran out, while a request without one was admitted: identities share one quota", o.identityName())
+		c.Fix = fmt.Sprintf("key the limiter by the client's identity (%s), not by a global bucket for identified clients; or pass --identity-header", o.identityName())
+		return c
+	}
+	if !d.anonMid.admitted() {
+		c.Status = Warn
+		c.Message = fmt.Sprintf("a request without %s was refused right after identity A ran out: anonymous requests may share the quota of identified ones", o.identityName())
+		c.Fix = "give requests without an identity their own per-address quota"
+		return c
+	}
+	c.Status = Pass
+	c.Message = fmt.Sprintf("a fresh %s has its own quota, and so do requests without one", o.identityName())
+	return c
+}
+
+func (d *data) spoofing() Check {
+	c := Check{Check: doc.Check{ID: CheckSpoofing}}
+	if len(d.anon) == 0 {
+		return skip(c.ID, "the endpoint was not limited")
+	}
+	if !d.anon[len(d.anon)-1].refused() {
+		return skip(c.ID, fmt.Sprintf("requests without an identity were not limited (%d admitted)", len(d.anon)))
+	}
+	if len(d.spoofs) == 0 {
+		return skip(c.ID, "no spoofing attempt was sent")
+	}
+	var bypass, inconclusive []string
+	var evidence []string
+	for _, s := range d.spoofs {
+		n := count(s.Attempts)
+		span := s.After.Done.Sub(s.Before.Sent)
+		// what the refill alone can admit between the two controls
+		refill := int64(1)
+		if d.q > 0 && d.w > 0 {
+			refill = int64(math.Ceil(float64(d.q)*span.Seconds()/d.w.Seconds())) + 1
+		}
+		fresh := false
+		for _, a := range s.Attempts {
+			if r, _, _, ok := limitOf(a.Header, a.Done); ok && a.admitted() && d.q > 1 && r >= d.q-int64(len(s.Attempts)) {
+				fresh = true // the spoofed address's own, full quota
+			}
+		}
+		evidence = append(evidence, fmt.Sprintf("%s: control %s, %d of %d attempts admitted, control %s, within %s (refill allows %d)",
+			s.Header, statusText(s.Before), n, len(s.Attempts), statusText(s.After), span.Round(time.Millisecond), refill))
+		switch {
+		case n == 0:
+		case (int64(n) > refill || fresh) && s.After.refused():
+			bypass = append(bypass, s.Header)
+		default:
+			inconclusive = append(inconclusive, s.Header)
+		}
+	}
+	c.Evidence = evidence
+	switch {
+	case len(bypass) > 0:
+		c.Status = Fail
+		c.Message = fmt.Sprintf("rotating %s gave fresh quota to a client at %s whose own had run out (more admitted than the refill explains, while the same request without the header was refused right after): the limiter trusts a client-IP header from this peer, so any client that reaches the service the way the probe did can bypass it",
+			strings.Join(bypass, ", "), d.peerOr())
+		c.Fix = "take the client address from the peer, or only from the hop your own proxy appends (trust exactly the proxies you run)"
+	case len(inconclusive) > 0:
+		c.Status = Pass
+		c.Message = fmt.Sprintf("no client-IP header gave fresh quota; the few admissions with %s are what the refill between the controls explains", strings.Join(inconclusive, ", "))
+	default:
+		c.Status = Pass
+		c.Message = "rotating X-Forwarded-For, X-Real-IP, Forwarded and True-Client-IP gave no fresh quota"
+	}
+	return c
+}
+
+// peerOr is the probe's address as the target saw it, when known.
+func (d *data) peerOr() string {
+	if d.peer != "" {
+		return d.peer
+	}
+	return "the probe's address"
+}
+
+func (d *data) headersOnSuccess() Check {
+	c := Check{Check: doc.Check{ID: CheckHeadersOnSuccess}}
+	has := func(h http.Header) bool {
+		_, legacy := header.ParseLegacy(h)
+		return len(header.PolicyLines(h)) > 0 || len(header.LimitLines(h)) > 0 || legacy
+	}
+	refused, admitted, admittedWith := false, 0, 0
+	for _, o := range d.all {
+		switch {
+		case o.refused() && has(o.Header):
+			refused = true
+		case o.admitted():
+			admitted++
+			if has(o.Header) {
+				admittedWith++
+			}
+		}
+	}
+	switch {
+	case !refused:
+		return skip(c.ID, "no refusal carried RateLimit headers to compare with")
+	case admittedWith < admitted:
+		c.Status = Warn
+		c.Message = fmt.Sprintf("%d of %d admitted responses lack the RateLimit headers that refusals carry: clients cannot slow down before they are refused", admitted-admittedWith, admitted)
+		c.Fix = "send RateLimit-Policy and RateLimit on every response, not only on 429"
+	default:
+		c.Status = Pass
+		c.Message = fmt.Sprintf("all %d admitted responses carry the RateLimit headers", admitted)
+	}
+	return c
+}
+
+// evidenceLine is one response in a line: status and the limiter's headers.
+func evidenceLine(o obs) string {
+	if o.Err != nil {
+		return "error: " + secret.Redact(o.Err.Error())
+	}
+	parts := []string{fmt.Sprintf("%d", o.Status)}
+	for _, name := range []string{header.NameRetryAfter, header.NameRateLimit, header.NamePolicy, "Cache-Control", "Etag"} {
+		if v := o.Header.Values(name); len(v) > 0 {
+			parts = append(parts, name+": "+strings.Join(v, ", "))
+		}
+	}
+	if o.Spoof != "" {
+		parts = append(parts, "(sent "+o.Spoof+")")
+	}
+	for _, name := range []string{"Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Reset", "X-Ratelimit-Remaining", "X-Ratelimit-Reset"} {
+		if v := o.Header.Values(name); len(v) > 0 {
+			parts = append(parts, http.CanonicalHeaderKey(name)+": "+strings.Join(v, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
