@@ -16,6 +16,7 @@ var fixedWindow = Algorithm{
 	Script:    &fixedWindowScript,
 	StateType: "hash",
 	ACL:       "+evalsha +eval +time +pttl +hmget +hlen +hincrby +hset +pexpire +type +del",
+	Options:   []Option{alignOption(AlignFirst), offsetOption, countRefusedOption},
 	validate:  func(p Params) error { return validateWindow(p, MaxFixedLimit) },
 	args: func(p Params) []any {
 		return []any{p.Window.Milliseconds(), p.Limit, max(p.Cost, 1)}
@@ -33,7 +34,14 @@ var fixedWindow = Algorithm{
 		}
 		return d
 	},
-	model:     func(p Params) model.Limiter { return model.NewFixedWindow(p.Limit, p.Window.Milliseconds()) },
+	model: func(p Params) model.Limiter {
+		if p.Align == AlignClock {
+			return model.NewFixedWindowAligned(p.Limit, p.Window.Milliseconds(), p.Offset.Milliseconds(), p.CountRefused)
+		}
+		// a window from a key's first request: counting refusals changes
+		// no admission of a fixed window
+		return model.NewFixedWindow(p.Limit, p.Window.Milliseconds())
+	},
 	policy:    windowPolicy,
 	describe:  describeWindow("fixed window"),
 	perSecond: windowPerSecond,

@@ -40,7 +40,11 @@ func NewLimiter(p Params) (*Limiter, error) {
 	}
 	p.Cost = max(p.Cost, 1)
 	e := Lookup(p.Algo)
-	return &Limiter{p: p, e: e, fixed: e.args(p)}, nil
+	l := &Limiter{p: p, e: e}
+	if e.args != nil {
+		l.fixed = e.args(p)
+	}
+	return l, nil
 }
 
 // Params returns the validated parameters (Cost at least 1).
@@ -58,9 +62,10 @@ func (l *Limiter) Script() Script {
 	return *l.e.Script
 }
 
-// HasScript reports whether the algorithm has an embedded script: what
-// eval, race and serve need.
-func (l *Limiter) HasScript() bool { return l.e.Script != nil }
+// HasScript reports whether the limiter is an embedded script: its
+// algorithm has one and no option asks for another behaviour (what eval,
+// race and serve need).
+func (l *Limiter) HasScript() bool { return l.e.Script != nil && l.e.defaultOptions(l.p) }
 
 // Model returns a fresh pure Go twin of the limiter.
 func (l *Limiter) Model() model.Limiter { return l.e.model(l.p) }
@@ -81,6 +86,9 @@ func (l *Limiter) ACL() string { return l.e.ACL }
 // algorithm that NeedsID (ignored by the others). The fixed part is built
 // once; a call copies it and adds what varies.
 func (l *Limiter) Args(nowMs int64, id string) []any {
+	if l.fixed == nil {
+		return nil // a model only: no script to call
+	}
 	n := len(l.fixed)
 	args := make([]any, n, n+2)
 	copy(args, l.fixed)

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +106,50 @@ func TestSpecRoundTrip(t *testing.T) {
 		if _, err := ParseSpec(bad); exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("ParseSpec(%q) = %v, want exit 2", bad, err)
 		}
+	}
+}
+
+// TestModelSpecs: the models without scripts and the options parse, print
+// back and describe themselves; a scripted algorithm with an option away
+// from its default is a model only.
+func TestModelSpecs(t *testing.T) {
+	for spec, words := range map[string]string{
+		"sliding-window-counter:limit=10,window=2s":                               "sliding window counter 10 per 2s",
+		"sliding-window-counter:limit=10,window=2s,round=nearest,offset=774ms":    "rounded nearest",
+		"sliding-window-counter:limit=3,window=2s,align=first,count-refused=true": "refusals counted",
+		"fixed-window:limit=100,window=1m,align=clock":                            "clock-aligned",
+		"sliding-window:limit=5,window=1s,count-refused=true":                     "refusals counted",
+		"leaky-bucket:rate=5/s,burst=10":                                          "leaky bucket 5/s burst 10, nodelay",
+		"leaky-bucket:rate=2/s,burst=3,delay=1":                                   "delay 1",
+		"leaky-bucket:rate=7/m,burst=0":                                           "burst 0",
+	} {
+		p, err := ParseSpec(spec)
+		if err != nil {
+			t.Errorf("ParseSpec(%q): %v", spec, err)
+			continue
+		}
+		if again, err := ParseSpec(p.Spec()); err != nil || again != p {
+			t.Errorf("ParseSpec(%q) then Spec %q = %+v, %v", spec, p.Spec(), again, err)
+		}
+		if !strings.Contains(p.Describe(), words) {
+			t.Errorf("%s: Describe %q lacks %q", spec, p.Describe(), words)
+		}
+		l := mustLimiter(t, p)
+		if l.HasScript() {
+			t.Errorf("%s: a model only, but HasScript", spec)
+		}
+	}
+	if l := mustLimiter(t, Params{Algo: FixedWindow, Limit: 3, Window: time.Second, Align: AlignFirst}); !l.HasScript() {
+		t.Error("fixed-window with its default alignment is the script")
+	}
+	for _, bad := range []string{"sliding-window-counter:limit=10,window=2s,round=up", "fixed-window:limit=1,window=1s,align=noon",
+		"leaky-bucket:rate=5/s,burst=2,delay=3", "leaky-bucket:rate=0.0001/s,burst=1", "token-bucket:burst=10,rate=5/s,align=clock",
+		"sliding-window-counter:limit=10,window=2s,round=floor,round=none"} {
+		if _, err := ParseSpec(bad); exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("ParseSpec(%q) = %v, want exit 2", bad, err)
+		}
+	}
+	if _, err := ParseAlgo("leaky-bucket"); err == nil {
+		t.Error("ParseAlgo accepts a model without a script (eval, race and serve cannot run it)")
 	}
 }

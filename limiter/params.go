@@ -43,7 +43,35 @@ type Params struct {
 	// other fields, no TTL: see ForeignKeyError). The zero value refuses
 	// such a key before anything is written.
 	Force bool
+
+	// The options of the windowed models (Algorithm.Options); the zero
+	// values are each algorithm's defaults.
+	//
+	// Align is where windows start: AlignFirst (a key's first request)
+	// or AlignClock (floor((t - Offset) / Window)); "" is the algorithm's
+	// default (fixed-window: first; sliding-window-counter: clock).
+	Align  string
+	Offset time.Duration
+	// Round is how a sliding window counter rounds its weighted count:
+	// RoundFloor (the default), RoundNearest or RoundNone.
+	Round string
+	// CountRefused: refused requests count too (a log or counter that
+	// adds before it checks, haproxy's sc_http_req_rate).
+	CountRefused bool
+	// Delay is leaky-bucket's delay=N: the requests of the burst served
+	// at once, the rest delayed (DelaySet false: nodelay, all at once).
+	Delay    int64
+	DelaySet bool
 }
+
+// The option values.
+const (
+	AlignFirst   = "first"
+	AlignClock   = "clock"
+	RoundFloor   = "floor"
+	RoundNearest = "nearest"
+	RoundNone    = "none"
+)
 
 // Validate checks p against its algorithm's rules. Bad parameters are
 // exit-2 ParamErrors naming the parameter by word.
@@ -105,7 +133,86 @@ func (p Params) Spec() string {
 	for i, q := range e.Params {
 		parts[i] = q.Key + "=" + p.value(q.Word)
 	}
+	for _, o := range e.Options {
+		if v := p.option(o.Key); v != "" && v != o.Default {
+			parts = append(parts, o.Key+"="+v)
+		}
+	}
 	return string(p.Algo) + ":" + strings.Join(parts, ",")
+}
+
+// option is an option's value as a spec shows it ("" when unset).
+func (p Params) option(key string) string {
+	switch key {
+	case "align":
+		return p.Align
+	case "offset":
+		if p.Offset == 0 {
+			return ""
+		}
+		return ShortDuration(p.Offset)
+	case "round":
+		return p.Round
+	case "count-refused":
+		return strconv.FormatBool(p.CountRefused)
+	case "delay":
+		if !p.DelaySet {
+			return ""
+		}
+		return strconv.FormatInt(p.Delay, 10)
+	}
+	return ""
+}
+
+// setOption sets an option from its spec text.
+func (p *Params) setOption(o Option, v string) error {
+	if len(o.Values) > 0 && !slices.Contains(o.Values, v) {
+		return fmt.Errorf("%s=%s: use %s", o.Key, v, strings.Join(o.Values, " or "))
+	}
+	switch o.Key {
+	case "align":
+		p.Align = v
+	case "round":
+		p.Round = v
+	case "offset":
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("offset=%s: want a duration such as 250ms", v)
+		}
+		p.Offset = d
+	case "count-refused":
+		p.CountRefused = v == "true"
+	case "delay":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("delay=%s must be a whole number of requests, 0 or more", v)
+		}
+		p.Delay, p.DelaySet = n, true
+	default:
+		return fmt.Errorf("unknown option %q", o.Key)
+	}
+	return nil
+}
+
+// optionOf finds an option of the algorithm by its key.
+func (e *Algorithm) optionOf(key string) (Option, bool) {
+	for _, o := range e.Options {
+		if o.Key == key {
+			return o, true
+		}
+	}
+	return Option{}, false
+}
+
+// defaultOptions reports whether p sets no option away from its default:
+// only then does an algorithm with a script stand for that script.
+func (e *Algorithm) defaultOptions(p Params) bool {
+	for _, o := range e.Options {
+		if v := p.option(o.Key); v != "" && v != o.Default {
+			return false
+		}
+	}
+	return true
 }
 
 // PerSecond is the long-run rate at which one key admits, per second.
@@ -147,7 +254,9 @@ func (p *Params) Set(word, v string) error {
 	switch word {
 	case "capacity", "burst", "limit":
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
+		// a burst may be 0 (leaky-bucket: nginx's default); its
+		// algorithm's validation says whether it may here
+		if err != nil || n < 0 || n == 0 && word != "burst" {
 			return fmt.Errorf("%s=%s must be a positive integer", word, v)
 		}
 		switch word {
@@ -201,6 +310,16 @@ func ParseSpec(spec string) (Params, error) {
 		}
 		q, ok := e.param(k)
 		if !ok {
+			if o, isOpt := e.optionOf(k); isOpt {
+				if seen[o.Key] {
+					return Params{}, exitcode.Usagef("%s given twice", o.Key)
+				}
+				seen[o.Key] = true
+				if err := p.setOption(o, v); err != nil {
+					return Params{}, exitcode.Usagef("%v", err)
+				}
+				continue
+			}
 			return Params{}, exitcode.Usagef("%s takes %s, not %s", e.Algo, e.keyList(), k)
 		}
 		if seen[q.Word] {
@@ -237,7 +356,15 @@ func (e *Algorithm) keyList() string {
 	for i, q := range e.Params {
 		keys[i] = q.Key
 	}
-	return strings.Join(keys, " and ")
+	s := strings.Join(keys, " and ")
+	if len(e.Options) > 0 {
+		var opts []string
+		for _, o := range e.Options {
+			opts = append(opts, o.Key)
+		}
+		s += " (options " + strings.Join(opts, ", ") + ")"
+	}
+	return s
 }
 
 // Example is a spec of the algorithm with typical values.

@@ -82,7 +82,20 @@ type Option struct {
 var ParamWords = []string{"capacity", "rate", "limit", "window", "burst"}
 
 // registry lists the algorithms in a stable order: the scripted ones first.
-var registry = []*Algorithm{&tokenBucket, &slidingWindow, &fixedWindow, &gcra}
+var registry = []*Algorithm{&tokenBucket, &slidingWindow, &fixedWindow, &gcra, &slidingWindowCounter, &leakyBucket}
+
+// The options the windowed models share.
+var (
+	countRefusedOption = Option{Key: "count-refused", Default: "false", Values: []string{"true", "false"},
+		Help: "refused requests count too (a counter or log that adds before it checks; haproxy's sc_http_req_rate)"}
+	offsetOption = Option{Key: "offset", Help: "with align=clock, windows start at offset + k x window (httprate v0.16: when its limiter was made)"}
+)
+
+// alignOption is the align option with its default for one algorithm.
+func alignOption(def string) Option {
+	return Option{Key: "align", Default: def, Values: []string{AlignFirst, AlignClock},
+		Help: "where windows start: first (a key's first request) or clock (floor(t / window))"}
+}
 
 // Lookup returns the entry of a; nil when a is unknown.
 func Lookup(a Algo) *Algorithm {
@@ -204,7 +217,38 @@ func validateWindow(p Params, maxLimit int64) error {
 }
 
 // describeWindow returns the words of a windowed algorithm: "sliding
-// window 100 per 1m".
+// window 100 per 1m", and the options away from their defaults.
 func describeWindow(words string) func(p Params) string {
-	return func(p Params) string { return fmt.Sprintf("%s %d per %s", words, p.Limit, ShortDuration(p.Window)) }
+	return func(p Params) string {
+		return fmt.Sprintf("%s %d per %s", words, p.Limit, ShortDuration(p.Window)) + optionWords(p)
+	}
+}
+
+// optionWords names the options of p away from the defaults:
+// ", clock-aligned, refusals counted".
+func optionWords(p Params) string {
+	var w []string
+	switch p.Align {
+	case AlignClock:
+		if p.Algo != SlidingWindowCounter {
+			w = append(w, "clock-aligned")
+		}
+		if p.Offset != 0 {
+			w = append(w, "offset "+ShortDuration(p.Offset))
+		}
+	case AlignFirst:
+		if p.Algo == SlidingWindowCounter {
+			w = append(w, "windows from each key's first request")
+		}
+	}
+	if p.Round != "" && p.Round != RoundFloor {
+		w = append(w, "rounded "+p.Round)
+	}
+	if p.CountRefused {
+		w = append(w, "refusals counted")
+	}
+	if len(w) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(w, ", ")
 }

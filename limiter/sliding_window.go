@@ -16,14 +16,20 @@ var slidingWindow = Algorithm{
 	StateType: "zset",
 	ACL:       "+evalsha +eval +time +pttl +zrange +zremrangebyscore +zcard +zadd +pexpire +type +del",
 	NeedsID:   true,
+	Options:   []Option{countRefusedOption},
 	validate:  func(p Params) error { return validateWindow(p, MaxWindowLimit) },
 	args: func(p Params) []any {
 		return []any{p.Window.Milliseconds(), p.Limit, "", max(p.Cost, 1)}
 	},
-	idAt:      2,
-	replyLen:  4,
-	decode:    decodeFour,
-	model:     func(p Params) model.Limiter { return model.NewSlidingWindow(p.Limit, p.Window.Milliseconds()) },
+	idAt:     2,
+	replyLen: 4,
+	decode:   decodeFour,
+	model: func(p Params) model.Limiter {
+		if p.CountRefused {
+			return model.NewSlidingLogCountingRefused(p.Limit, p.Window.Milliseconds())
+		}
+		return model.NewSlidingWindow(p.Limit, p.Window.Milliseconds())
+	},
 	policy:    windowPolicy,
 	describe:  describeWindow("sliding window"),
 	perSecond: windowPerSecond,
