@@ -141,3 +141,28 @@ func breakTarget(t *testing.T, b serve.Break) (string, func(tally.Result)) {
 	t.Helper()
 	return loadServeTargetBroken(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")}, b)
 }
+
+// TestLoadNginxLeakyBucket: Debian's nginx limit_req judged by
+// leaky-bucket: its count with nodelay, and with delay=N its delays too
+// (the requests past N within the burst are held, not refused); the same
+// nginx without delays judged by the delaying model fails on the delays.
+func TestLoadNginxLeakyBucket(t *testing.T) {
+	nodelay := limtest.Nginx(t, limtest.NginxLimit{Rate: "5r/s", Burst: 6, NoDelay: true, Key: "$http_x_api_key", Status: 429})
+	delayed := limtest.Nginx(t, limtest.NginxLimit{Rate: "5r/s", Burst: 6, Delay: 2, Key: "$http_x_api_key", Status: 429})
+	run := func(url, spec string) (int, tally.Result) {
+		return loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "3s", "--identities", "1", "--headers", "off", "--expect", spec)
+	}
+	if code, doc := run(nodelay, "leaky-bucket:rate=5/s,burst=6"); code != exitcode.OK {
+		t.Fatalf("nginx nodelay judged by its model: exit %d: %s", code, doc.Expect.Line())
+	}
+	code, doc := run(delayed, "leaky-bucket:rate=5/s,burst=6,delay=2")
+	if code != exitcode.OK || doc.Expect.Delays == nil || doc.Expect.Delays.Delayed == 0 {
+		t.Fatalf("nginx delay=2 judged by its model: exit %d: %s", code, doc.Expect.Line())
+	}
+	t.Log(doc.Expect.Line())
+	code, doc = run(nodelay, "leaky-bucket:rate=5/s,burst=6,delay=2")
+	if code != exitcode.Failed || doc.Expect.Delays == nil || doc.Expect.Delays.Pass {
+		t.Fatalf("nginx nodelay judged by a delaying model: exit %d: %s", code, doc.Expect.Line())
+	}
+	t.Log(doc.Expect.Line())
+}

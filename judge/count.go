@@ -34,9 +34,31 @@ type Judged struct {
 	// Implicit: no --expect was given; the count was judged against the
 	// policy the target advertised.
 	Implicit bool `json:"implicit,omitempty"`
+	// Delays judges a model that delays rather than refuses (nginx's
+	// limit_req delay=N): the requests it delays must take about as long.
+	Delays *Delays `json:"delays,omitempty"`
 
 	judged *Expectation // the model judged against (the best reading under auto)
 }
+
+// Delays is the verdict on the delays of a model that delays requests
+// (leaky-bucket with delay=N): of the admitted requests the model holds
+// back, how many took at least DelayShare of their delay to answer, and
+// of those it serves at once, how many were held that long anyway.
+type Delays struct {
+	Delayed   int64   `json:"delayed"`   // admitted requests the model delays
+	Met       int64   `json:"met"`       // of those, answered after at least DelayShare of the delay
+	MaxMs     float64 `json:"max_ms"`    // the longest delay the model holds a request for
+	Undelayed int64   `json:"undelayed"` // admitted requests the model serves at once
+	Held      int64   `json:"held"`      // of those, held at least as long as the shortest model delay
+	Tolerance int64   `json:"tolerance"` // how many may miss (the count's tolerance)
+	Pass      bool    `json:"pass"`
+	Line      string  `json:"line"`
+}
+
+// DelayShare is the part of a model's delay a delayed answer must take:
+// the target holds a request at least that long before serving it.
+const DelayShare = 0.75
 
 // Reading is one interpretation of RateLimit-Policy under --expect auto.
 type Reading struct {
@@ -61,8 +83,12 @@ func (j Judged) Line() string {
 	if j.Description == "" {
 		return fmt.Sprintf("allowed %d of %d; %s: %s", j.Observed, j.Of, j.Note, verdict)
 	}
-	return fmt.Sprintf("allowed %d of %d; expected %d (%s over %s s) ±%d: %s",
+	line := fmt.Sprintf("allowed %d of %d; expected %d (%s over %s s) ±%d: %s",
 		j.Observed, j.Of, j.Expected, j.Description, strconv.FormatFloat(j.OverMs/1000, 'f', 2, 64), j.Tolerance, verdict)
+	if j.Delays != nil {
+		line += "; " + j.Delays.Line
+	}
+	return line
 }
 
 // ErrOutOfOrder is wrapped by the errors of arrivals fed out of order.
@@ -97,6 +123,8 @@ type Stream struct {
 	pendingSend, pendingDone []Arrival
 
 	bySendReplay, byDoneReplay []*replay // per reading
+
+	delays delayCount // the delays of reading 0 (an explicit model)
 
 	of, unknown, observed int64
 	minSend, maxSend      int64
@@ -191,9 +219,13 @@ func (s *Stream) hold(q *[]Arrival, a Arrival) error {
 
 func (s *Stream) replaySend(a Arrival) error {
 	for i, r := range s.bySendReplay {
-		admitted, ok := r.decide(a.Identity, a.SendNs)
+		d, ok := r.decision(a.Identity, a.SendNs)
 		if !ok {
 			return fmt.Errorf("%w: sent %d ns after the start, before the last one of its identity (%d ns)", ErrOutOfOrder, a.SendNs, r.last[a.Identity])
+		}
+		admitted := d.Allowed
+		if i == 0 && admitted && Allowed(a.Status) {
+			s.delays.add(d.RetryMs, float64(a.DoneNs-a.SendNs)/1e6)
 		}
 		if admitted {
 			s.bySend[i]++
@@ -263,6 +295,10 @@ func (s *Stream) Finish(identities int, jitterMs float64, policy string) Judged 
 		out.Expected, out.Tol, out.Tolerance, out.ExpectedPerSecond = e, tol, tol.Total(), perSec
 		out.judged = &s.readings[0]
 		out.Pass = abs(out.Observed-e) <= out.Tolerance
+		if s.delays.any() {
+			out.Delays = s.delays.verdict(out.Tolerance)
+			out.Pass = out.Pass && out.Delays.Pass
+		}
 		return out
 	}
 	out.Implicit = s.x.Implicit
@@ -370,4 +406,49 @@ func cmp64(a, b int64) int {
 		return 1
 	}
 	return 0
+}
+
+// delayCount gathers the delays of one explicit model.
+type delayCount struct {
+	delayed, met, undelayed, held int64
+	maxMs, minMs                  float64
+	heldLat                       []float64 // latencies of the undelayed, ms (bounded)
+}
+
+func (c *delayCount) any() bool { return c.delayed > 0 }
+
+// add takes one admitted request: the model's delay and its latency.
+func (c *delayCount) add(delayMs int64, latMs float64) {
+	if delayMs <= 0 {
+		c.undelayed++
+		if len(c.heldLat) < 1_000_000 {
+			c.heldLat = append(c.heldLat, latMs)
+		}
+		return
+	}
+	d := float64(delayMs)
+	c.delayed++
+	c.maxMs = max(c.maxMs, d)
+	if c.minMs == 0 || d < c.minMs {
+		c.minMs = d
+	}
+	if latMs >= DelayShare*d {
+		c.met++
+	}
+}
+
+func (c *delayCount) verdict(tol int64) *Delays {
+	for _, l := range c.heldLat {
+		if l >= DelayShare*c.minMs {
+			c.held++
+		}
+	}
+	v := &Delays{Delayed: c.delayed, Met: c.met, MaxMs: c.maxMs, Undelayed: c.undelayed, Held: c.held, Tolerance: tol}
+	v.Pass = c.delayed-c.met <= tol && c.held <= tol
+	v.Line = fmt.Sprintf("delays: %d of %d requests the model delays (up to %.0f ms) took at least %.0f%% of their delay; %d of %d it serves at once were held as long",
+		c.met, c.delayed, c.maxMs, 100*DelayShare, c.held, c.undelayed)
+	if !v.Pass {
+		v.Line += fmt.Sprintf(" (±%d): fail", tol)
+	}
+	return v
 }

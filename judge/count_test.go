@@ -43,7 +43,8 @@ func TestParseExpect(t *testing.T) {
 	}
 	bad := []struct{ in, msg string }{
 		{"", "empty"},
-		{"leaky:rate=5/s", "unknown model"},
+		{"leaky:rate=5/s", "leaky-bucket needs burst"},
+		{"drip:rate=5/s", "unknown model"},
 		{"token-bucket", "needs burst"},
 		{"token-bucket:burst=10", "needs rate"},
 		{"token-bucket:burst=10,rate=5/s,limit=3", "not limit"},
@@ -223,4 +224,42 @@ func TestJudgeExpectedPerSecond(t *testing.T) {
 	if j := Judge(Expectation{Spec: "tb", Parts: []limiter.Params{bucket}}, Input{Identities: 1}); j.ExpectedPerSecond != nil && len(j.ExpectedPerSecond) != 0 {
 		t.Errorf("no arrivals: expected per second %v, want none", j.ExpectedPerSecond)
 	}
+}
+
+// TestJudgeDelays: a model that delays (nginx's delay=N) is judged on the
+// delays too: a target that holds the requests the model delays passes;
+// one that serves them at once fails, though the count is the same.
+func TestJudgeDelays(t *testing.T) {
+	p, err := limiter.ParseSpec("leaky-bucket:rate=5/s,burst=6,delay=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := limiter.NewLimiter(p)
+	run := func(hold bool) Judged {
+		m := l.Model()
+		var arr []Arrival
+		for i := range 60 {
+			send := int64(i) * 50e6 // 20/s for 3 s
+			d := m.Allow(1_000_000+send/1e6, 1)
+			a := Arrival{SendNs: send, DoneNs: send + 1e6, Status: 429}
+			if d.Allowed {
+				a.Status = 200
+				if hold {
+					a.DoneNs = send + d.RetryMs*1e6 + 1e6
+				}
+			}
+			arr = append(arr, a)
+		}
+		return Judge(Of(p), Input{Arrivals: arr, Identities: 1, StartMs: 1_000_000, JitterMs: 1})
+	}
+	held := run(true)
+	if !held.Pass || held.Delays == nil || held.Delays.Delayed == 0 || held.Delays.Met != held.Delays.Delayed {
+		t.Fatalf("a target that delays as nginx does: %s (%+v)", held.Line(), held.Delays)
+	}
+	fast := run(false)
+	if fast.Pass || fast.Delays == nil || fast.Delays.Pass || fast.Observed != held.Observed {
+		t.Fatalf("a target that serves at once what the model delays: %s", fast.Line())
+	}
+	t.Log(held.Line())
+	t.Log(fast.Line())
 }

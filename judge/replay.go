@@ -23,13 +23,20 @@ func newReplay(x Expectation, startMs int64) *replay {
 // whether the model admits it. ok is false when atNs is before the last
 // time fed to that identity: the model has moved past it.
 func (r *replay) decide(identity int, atNs int64) (admitted, ok bool) {
+	d, ok := r.decision(identity, atNs)
+	return d.Allowed, ok
+}
+
+// decision is decide with the model's whole answer (a leaky bucket's
+// delay is its RetryMs when admitted).
+func (r *replay) decision(identity int, atNs int64) (model.Decision, bool) {
 	for len(r.models) <= identity {
 		r.models = append(r.models, nil)
 		r.last = append(r.last, 0)
 		r.seen = append(r.seen, false)
 	}
 	if r.seen[identity] && atNs < r.last[identity] {
-		return false, false
+		return model.Decision{}, false
 	}
 	m := r.models[identity]
 	if m == nil {
@@ -37,5 +44,5 @@ func (r *replay) decide(identity int, atNs int64) (admitted, ok bool) {
 		r.models[identity] = m
 	}
 	r.seen[identity], r.last[identity] = true, atNs
-	return m.Allow(r.startMs+atNs/1e6, 1).Allowed, true
+	return m.Allow(r.startMs+atNs/1e6, 1), true
 }
