@@ -1,12 +1,16 @@
 package cmd
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/model"
 	"github.com/ratelimit-dev/ratelimit/limtest"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/serve"
@@ -165,4 +169,94 @@ func TestLoadNginxLeakyBucket(t *testing.T) {
 		t.Fatalf("nginx nodelay judged by a delaying model: exit %d: %s", code, doc.Expect.Line())
 	}
 	t.Log(doc.Expect.Line())
+}
+
+// TestLoadSlidingWindowCounter: go-chi/httprate (a sliding window counter,
+// rounded to nearest, windows offset by when its limiter was made)
+// judged by sliding-window-counter passes; judged by sliding-window (a
+// log) it fails, short by what the two models' arithmetic predicts for
+// the plan. Once in the suite; RATELIMIT_SOAK=1 runs it 20 times (the
+// issue's acceptance), each run on fresh identities.
+func TestLoadSlidingWindowCounter(t *testing.T) {
+	url := limtest.Httprate(t, limtest.HttprateOptions{Limit: 10, Window: 2 * time.Second, KeyHeader: "X-API-Key"})
+	_, off := limtest.HttprateWindowOffset(t, url)
+	swc := fmt.Sprintf("sliding-window-counter:limit=10,window=2s,round=nearest,offset=%dms", off.Milliseconds())
+	log := "sliding-window:limit=10,window=2s"
+	runs := 1
+	if os.Getenv("RATELIMIT_SOAK") != "" {
+		runs = 20
+	}
+	// The two models differ most when a run starts 1.5 s into one of the
+	// server's windows: start there (on the real clock: the windows are
+	// the clock's), 5 identities at 20/s each for 6 s.
+	at := func() string {
+		w := int64(2000)
+		now := time.Now().UnixMilli() + 1500
+		phase := ((now-off.Milliseconds())%w + w) % w
+		start := now + (1500-phase+w)%w
+		return time.UnixMilli(start).UTC().Format(time.RFC3339Nano)
+	}
+	run1 := func(spec string) (int, tally.Result) {
+		tf := newTestFactory(t)
+		tf.Now = time.Now
+		code := tf.execute(t, "load", "-o", "json", "--target", url, "--rate", "100/s", "--duration", "6s", "--identities", "5",
+			"--headers", "warn", "--start-at", at(), "--expect", spec)
+		var doc tally.Result
+		if err := json.Unmarshal(tf.Out.Bytes(), &doc); err != nil || doc.Expect == nil {
+			t.Fatalf("exit %d, %v: %s", code, err, tf.ErrOut.String())
+		}
+		return code, doc
+	}
+	for run := range runs {
+		code, doc := run1(swc)
+		if code != exitcode.OK || !doc.Expect.Pass {
+			t.Fatalf("run %d: httprate judged by %s: exit %d: %s", run, swc, code, doc.Expect.Line())
+		}
+		code, other := run1(log)
+		j := other.Expect
+		if code != exitcode.Failed || j.Pass {
+			t.Fatalf("run %d: httprate judged by %s: exit %d: %s", run, log, code, j.Line())
+		}
+		// what the arithmetic predicts: the two models over the same
+		// arrivals (the run's sends), the log admitting fewer
+		predicted := predictGap(t, swc, log, other)
+		if gap := j.Observed - j.Expected; abs64(gap-predicted) > j.Tolerance {
+			t.Errorf("run %d: judged by the log, %d more admitted than it expects; the models' arithmetic predicts %d (±%d)", run, gap, predicted, j.Tolerance)
+		}
+		t.Logf("run %d: %s / %s, predicted gap %d", run, doc.Expect.Line(), j.Line(), predicted)
+	}
+}
+
+// predictGap replays the run's plan (100/s round-robin over 5
+// identities) through both models, one per identity, from the run's
+// start, and returns the first's admissions minus the second's.
+func predictGap(t *testing.T, a, b string, doc tally.Result) int64 {
+	t.Helper()
+	count := func(spec string) int64 {
+		p, err := limiter.ParseSpec(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _ := limiter.NewLimiter(p)
+		ms := make([]model.Limiter, max(doc.Identities, 1))
+		for k := range ms {
+			ms[k] = l.Model()
+		}
+		start := doc.StartedAt.UnixMilli()
+		var n int64
+		for i := range doc.Planned {
+			if ms[i%int64(len(ms))].Allow(start+i*10, 1).Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	return count(a) - count(b)
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
