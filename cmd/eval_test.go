@@ -412,7 +412,7 @@ func TestEvalScriptTimeout(t *testing.T) {
 func TestEvalMinimalACL(t *testing.T) {
 	tg := redistest.Standalone(t)
 	connect := []string{"+ping", "+info", "~test:*"}
-	for _, algo := range limiter.Algos() {
+	for _, algo := range limiter.Scripted() {
 		t.Run(string(algo), func(t *testing.T) {
 			l, err := limiter.NewLimiter(limiter.Params{Algo: algo, Capacity: 5, Rate: rate.MustParse("1/s"), Limit: 5, Window: 10 * time.Second, Burst: 5})
 			if err != nil {

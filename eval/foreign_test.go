@@ -206,7 +206,7 @@ func TestForceReplacesForeignKey(t *testing.T) {
 func TestOwnKeyCallAfterCall(t *testing.T) {
 	ctx := context.Background()
 	for _, tg := range []redistest.Target{redistest.Standalone(t), redistest.Cluster(t)} {
-		for _, algo := range limiter.Algos() {
+		for _, algo := range limiter.Scripted() {
 			t.Run(tg.Name+"/"+string(algo), func(t *testing.T) {
 				key := redistest.Key(t, "own")
 				redistest.Cleanup(t, tg.Client, key)

@@ -109,7 +109,7 @@ func NewSlidingWindowCounter(limit, windowMs int64, round Rounding, align Alignm
 func (s *slidingCounter) fits(now, cost int64) (bool, int64) {
 	W := s.w.window
 	left := W - (now - s.w.start) // the previous window's part still inside, ms
-	num := s.w.prev * left         // prev x left / W is the weighted previous count
+	num := s.w.prev * left        // prev x left / W is the weighted previous count
 	switch s.round {
 	case RoundNearest:
 		p := (2*num + W) / (2 * W)
