@@ -96,6 +96,18 @@ func TestBadInputs(t *testing.T) {
 		{"load no scheme", []string{"load", "--target", "127.0.0.1:38511/hello", "--rate", "1/s", "--duration", "1s"}, nil, exitcode.Usage, "http://"},
 		{"load password in target", []string{"load", "--target", "http://u:" + pw + "@" + closed + "/", "--rate", "1/s", "--duration", "1s", "-X", ""}, nil, exitcode.Usage, ""},
 		{"keyslot absurd rate", []string{"keyslot", "--split", "k", "--into", "4", "--rate", "1e308/ns"}, nil, exitcode.Usage, ""},
+		// issue 26, second part: wrong codes and unbounded work
+		{"load segment 0/0", []string{"load", "--target", "http://" + closed + "/", "--rate", "1/s", "--duration", "1s", "--segment", "0/0", "--run-id", "r"}, nil, exitcode.Usage, "the count 0 is out of range"},
+		{"load segment k8s of 0", []string{"load", "--target", "http://" + closed + "/", "--rate", "1/s", "--duration", "1s", "--segment", "k8s", "--run-id", "r"}, map[string]string{"JOB_COMPLETION_INDEX": "0", "RATELIMIT_SEGMENTS": "0"}, exitcode.Usage, "the count 0 is out of range"},
+		{"eval -n a billion", []string{"eval", "--redis", "embedded", "k", "--capacity", "5", "--rate", "1/s", "-n", "1000000000"}, nil, exitcode.Usage, "ceiling of 100,000 calls"},
+		{"eval --interval 1000000h", []string{"eval", "--redis", "embedded", "k", "--capacity", "5", "--rate", "1/s", "-n", "2", "--interval", "1000000h"}, nil, exitcode.Usage, "ceiling of 1h"},
+		{"eval -n by --interval past a day", []string{"eval", "--redis", "embedded", "k", "--capacity", "5", "--rate", "1/s", "-n", "100000", "--interval", "1s"}, nil, exitcode.Usage, "ceiling of 24h"},
+		{"eval script -n a billion", []string{"eval", "--redis", "embedded", "--script", one, "-n", "1000000000", "k", ","}, nil, exitcode.Usage, "ceiling of 100,000 calls"},
+		{"report --html fifo", []string{"report", empty, "--html", fifo}, nil, exitcode.Usage, "not a regular file"},
+		{"report --from --html fifo", []string{"report", "--from", "vegeta", one, "--html", fifo}, nil, exitcode.Usage, "not a regular file"},
+		{"report --from --out fifo", []string{"report", "--from", "vegeta", one, "--out", fifo}, nil, exitcode.Usage, "not a regular file"},
+		{"probe budget above the ceiling", []string{"probe", "http://" + closed + "/", "--budget", "20001"}, nil, exitcode.Usage, "ceiling of 20000"},
+		{"probe max-time above the ceiling", []string{"probe", "http://" + closed + "/", "--max-time", "2h"}, nil, exitcode.Usage, "--max-time"},
 		// sandbox
 		{"sandbox daemonize", []string{"sandbox", "--server-arg=--daemonize", "--server-arg=yes", "--for", "1s"}, nil, exitcode.Usage, "daemonize"},
 		{"sandbox primaries without cluster", []string{"sandbox", "--primaries", "3", "--for", "1s"}, nil, exitcode.Usage, ""},

@@ -83,6 +83,10 @@ exit 1; one that does not compile is exit 2. A script still running when
 --redis-timeout passes is reported (exit 1) with how to stop it (SCRIPT KILL
 or FUNCTION KILL); it is never killed on a server this process did not start.
 
+Calls are bounded: -n at most 100,000 (every call is kept and shown),
+--interval at most 1h, and at most 24h of pauses in all; above them is exit 2
+naming the ceiling.
+
 --simulate runs the real script on the server in virtual time (the scripts'
 optional now_ms argument) for a constant arrival stream and prints how many
 calls would be admitted: the prediction a load test is judged against. It
@@ -172,7 +176,7 @@ func (opts *evalOptions) check() (limiter.Algo, error) {
 		if opts.Count < 1 {
 			return "", exitcode.Usagef("--count %d must be at least 1", opts.Count)
 		}
-		return "", nil
+		return "", eval.CheckCalls(opts.Count, opts.Interval)
 	}
 	if set["allow-no-ttl"] {
 		return "", exitcode.Usagef("--allow-no-ttl goes with --script: the embedded scripts set a TTL on every write")
@@ -205,7 +209,7 @@ func (opts *evalOptions) check() (limiter.Algo, error) {
 	if opts.Count < 1 {
 		return "", exitcode.Usagef("--count %d must be at least 1", opts.Count)
 	}
-	return algo, nil
+	return algo, eval.CheckCalls(opts.Count, opts.Interval)
 }
 
 func (opts *evalOptions) params(algo limiter.Algo) limiter.Params {

@@ -469,7 +469,7 @@ func (opts *loadOptions) segment() (load.Segment, error) {
 				return load.Segment{}, exitcode.Usagef("--segment k8s needs the number of segments: --segments N or RATELIMIT_SEGMENTS (it is %q)", ns)
 			}
 		}
-		return load.Segment{Index: i, Count: n}, nil
+		return segmentOf(raw, i, n)
 	}
 	if opts.Segments != 0 {
 		return load.Segment{}, exitcode.Usagef("--segments is for --segment k8s; --segment %s names its count itself", raw)
@@ -479,6 +479,15 @@ func (opts *loadOptions) segment() (load.Segment, error) {
 	n, err2 := strconv.Atoi(strings.TrimSpace(ns))
 	if !ok || err1 != nil || err2 != nil {
 		return load.Segment{}, exitcode.Usagef("--segment %q: want I/N such as 0/4 (the first of four), or k8s", raw)
+	}
+	return segmentOf(raw, i, n)
+}
+
+// segmentOf is segment I of N as given: a count below 1 is refused here,
+// since load.Segment{} (0/0) means no --segment at all.
+func segmentOf(raw string, i, n int) (load.Segment, error) {
+	if n < 1 {
+		return load.Segment{}, exitcode.Usagef("--segment %s: the count %d is out of range; use 1 to %d", raw, n, load.MaxSegments)
 	}
 	return load.Segment{Index: i, Count: n}, nil
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,8 +38,13 @@ segment's arrivals through the model, as one run of the whole plan would be.
 Refused (exit 2): documents of different plans (target, method, rate,
 duration, identities, run id, number of segments, --start-at, --expect,
 thresholds, --headers), the same segment twice, a document that is not a
-segment's. A missing segment is not an error: the merge is partial, says
-which are missing, and its segments check fails (exit 1).
+segment's, and documents inconsistent with their own plan: segments that
+started more than 1m apart (a forged or wrong clock would stretch the run
+over the years between), more iterations, arrivals or seconds of timeline
+than the plan can fill, more than 1,000 notes, strings and maps no
+document holds (checked in one pass before a file is read into memory).
+A missing segment is not an error: the merge is partial, says which are
+missing, and its segments check fails (exit 1).
 
 Output (-o) as load's: text, json (a load document for 'ratelimit report',
 --out FILE too), markdown, junit. Exit codes: 0 pass, 1 a check failed (or
@@ -77,13 +83,16 @@ func runMerge(opts *mergeOptions) error {
 	var docs []*tally.Result
 	stdin := 0
 	for _, name := range opts.Files {
+		var d report.Document
 		data, err := readDocument(f, name, opts.maxDocument, &stdin)
+		if err == nil {
+			d, err = report.Decode(data)
+		}
+		if errors.Is(err, report.ErrDocument) {
+			return exitcode.Usagef("merge: %s: %v", report.Printable(name), err)
+		}
 		if err != nil {
 			return err
-		}
-		d, err := report.Decode(data)
-		if err != nil {
-			return exitcode.Usagef("merge: %s: %v", report.Printable(name), err)
 		}
 		res, ok := d.Value.(*tally.Result)
 		if !ok {

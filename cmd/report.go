@@ -94,8 +94,11 @@ Every file is checked before anything is written: a file that is not a
 regular file (a device, FIFO or directory) or is over 256 MiB, is not JSON, is
 truncated, is JSON from something else, has an unknown "kind" or "version", has
 a key twice or holds a value out of range (a negative count or second,
-percentiles out of order, a slot past 16383) is a one-line error naming the
-file and the field (exit 2). Control bytes in keys and names are shown as
+percentiles out of order, a slot past 16383), or an array, string or map no
+document holds (a timeline longer than its run, a note of 200 MB: checked
+in one pass before the file is read into memory) is a one-line error naming
+the file and the field (exit 2). --html must name a regular file, or - for
+standard output (a FIFO would block for ever). Control bytes in keys and names are shown as
 escapes (\n, \x1b) in every format; valid UTF-8 is shown as is. Exit 0 once every document is rendered, whatever
 the verdicts in them; the commands that made them exit 1 on a failed verdict.
 
@@ -104,7 +107,10 @@ standard input) as 'ratelimit load' judges its own, into a load document
 marked with its source: --expect, --expect-status, --max-failed, --threshold
 and --headers as in load, every format and --out FILE as load writes them,
 exit 0 pass, 1 the verdict failed, 2 a file that cannot be read (one line
-naming the file and the line). FILE is k6's 'k6 run --out json=FILE'
+naming the file and the line) or passes a ceiling: a gzip that inflates to
+more than 200 times its size (past 16 MiB) or 32 GiB, more than 1,000,000
+blank lines or 1,000,000,000 lines (or vegeta records). A vegeta result's
+body is never kept, however long. FILE is k6's 'k6 run --out json=FILE'
 (NDJSON, gzipped or not: one http_req_duration point per request; its time
 is the end, so the send is the time minus the duration) or vegeta's
 'vegeta attack' output (gob, or JSON or CSV from 'vegeta encode'; the
@@ -201,13 +207,16 @@ func runReport(opts *reportOptions) error {
 		if name == "-" {
 			source = "stdin"
 		}
+		var d report.Document
 		data, err := readDocument(f, name, opts.maxDocument, &stdin)
+		if err == nil {
+			d, err = report.Decode(data)
+		}
+		if errors.Is(err, report.ErrDocument) {
+			return exitcode.Usagef("report: %s: %v", report.Printable(source), err)
+		}
 		if err != nil {
 			return err
-		}
-		d, err := report.Decode(data)
-		if err != nil {
-			return exitcode.Usagef("report: %s: %v", report.Printable(source), err)
 		}
 		d.Source = source
 		docs = append(docs, d)
@@ -252,6 +261,18 @@ func readDocument(f *Factory, name string, max int64, stdin *int) ([]byte, error
 			return nil, exitcode.Usagef("read stdin: %v", err)
 		}
 		return data, nil
+	}
+	// One streaming pass first: a forged document (a note of 200 MB, two
+	// million status codes) is refused before the file is read into
+	// memory. Its error wraps report.ErrDocument, as Decode's do.
+	fh, err := userfile.Open(name, "document")
+	if err != nil {
+		return nil, err
+	}
+	err = report.Scan(io.LimitReader(fh, max))
+	fh.Close()
+	if err != nil {
+		return nil, err
 	}
 	return userfile.Read(name, "document", max)
 }
@@ -435,6 +456,20 @@ func (opts *reportOptions) htmlTarget(format string) error {
 	}
 	if format == "html" {
 		opts.HTML, opts.OutputSet = "-", false
+	}
+	return checkOutPath("--html", opts.HTML)
+}
+
+// checkOutPath refuses (exit 2), before anything runs, an output path that
+// exists and is not a regular file: writing to a FIFO blocks until a
+// reader comes, for ever if none does, and a device or directory cannot
+// hold the page. "-" and "" are standard output and none.
+func checkOutPath(flag, path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return exitcode.Usagef("%s %s is not a regular file; name a file to write to (or - for standard output)", flag, path)
 	}
 	return nil
 }

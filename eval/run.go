@@ -24,6 +24,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 	"github.com/ratelimit-dev/ratelimit/userfile"
+	"github.com/ratelimit-dev/ratelimit/words"
 )
 
 // Options configure Run.
@@ -96,16 +97,42 @@ func KeyFor(id string, algo limiter.Algo, hash bool) (string, error) {
 	return fmt.Sprintf("rl:{%s}:%s", id, algo), nil
 }
 
+// Ceilings of a run of calls: every call is kept in the document and
+// shown, and eval is for watching a limiter call by call, not for load.
+const (
+	// MaxCount bounds -n.
+	MaxCount = 100_000
+	// MaxInterval bounds --interval.
+	MaxInterval = time.Hour
+	// MaxSpan bounds the pauses of a whole run, (n-1) x --interval.
+	MaxSpan = 24 * time.Hour
+)
+
+// CheckCalls checks -n and --interval against the ceilings (exit 2 naming
+// the one passed); count 0 means 1.
+func CheckCalls(count int, interval time.Duration) error {
+	switch {
+	case count < 0:
+		return exitcode.Usagef("--count %d must be at least 1", count)
+	case count > MaxCount:
+		return exitcode.Usagef("-n %d is above the ceiling of %s calls (each is kept and shown); for load use 'ratelimit load' or 'eval --simulate'", count, words.Commas(MaxCount))
+	case interval < 0:
+		return exitcode.Usagef("--interval %s must not be negative", interval)
+	case interval > MaxInterval:
+		return exitcode.Usagef("--interval %s is above the ceiling of %s", words.Span(interval), words.Span(MaxInterval))
+	case count > 1 && interval > 0 && time.Duration(count-1) > MaxSpan/interval:
+		return exitcode.Usagef("-n %d with --interval %s would pause for %.0fh in all, above the ceiling of %s", count, interval, float64(count-1)*interval.Hours(), words.Span(MaxSpan))
+	}
+	return nil
+}
+
 // Run makes the calls Options ask for and returns what each one answered.
 func Run(ctx context.Context, c redis.UniversalClient, opts Options) (Result, error) {
-	if opts.Count < 0 {
-		return Result{}, exitcode.Usagef("--count %d must be at least 1", opts.Count)
+	if err := CheckCalls(opts.Count, opts.Interval); err != nil {
+		return Result{}, err
 	}
 	if opts.Count == 0 {
 		opts.Count = 1
-	}
-	if opts.Interval < 0 {
-		return Result{}, exitcode.Usagef("--interval %s must not be negative", opts.Interval)
 	}
 	if opts.Sleep == nil {
 		opts.Sleep = sleep

@@ -3,6 +3,7 @@ package header
 import (
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Caching levels of a 429, from Cache429.
@@ -32,7 +33,7 @@ func Cache429(h http.Header) (level, why string) {
 	if cc.SMaxAge > 0 {
 		fresh = append(fresh, "s-maxage")
 	}
-	if len(h["Expires"]) > 0 {
+	if expiresFresh(h) {
 		fresh = append(fresh, "Expires")
 	}
 	if cc.Public {
@@ -55,4 +56,24 @@ func Cache429(h http.Header) (level, why string) {
 		return CacheNote, "no Cache-Control: not storable (a 429 is not heuristically cacheable), but RFC 6585 asks for no-store"
 	}
 	return CacheNote, "no explicit freshness, so not storable, but no no-store either (RFC 6585 asks for it)"
+}
+
+// expiresFresh reports whether Expires gives the response a freshness
+// lifetime: a valid HTTP date later than the response's Date (RFC 9111
+// 5.3: an invalid date, "0" above all, means already expired; 4.2.1: the
+// lifetime is Expires minus Date). Without a Date to compare with, a valid
+// Expires counts: a cache would use the time it received the response.
+func expiresFresh(h http.Header) bool {
+	vs := h["Expires"]
+	if len(vs) == 0 {
+		return false
+	}
+	exp, err := http.ParseTime(strings.TrimSpace(vs[0]))
+	if err != nil {
+		return false
+	}
+	if date, err := http.ParseTime(strings.TrimSpace(h.Get("Date"))); err == nil {
+		return exp.After(date)
+	}
+	return exp.After(time.Time{})
 }

@@ -426,36 +426,47 @@ func (d *data) policyCheck() Check {
 	return c
 }
 
+// cacheable judges every refusal a cache could keep: each 429, and each
+// response of a status declared the limiter's refusal (--limited-status),
+// as load's header:429-not-storable does. Explicit freshness (max-age,
+// s-maxage, Expires in the future, public) without no-store fails.
 func (d *data) cacheable() Check {
 	c := Check{Check: doc.Check{ID: CheckCacheable}}
 	var notes []string
-	n429 := 0
+	refusals := 0
+	word := "429"
+	if len(d.limited) > 0 {
+		word = "refusal"
+	}
 	for _, o := range d.all {
-		if o.Status != http.StatusTooManyRequests {
+		if o.Status != http.StatusTooManyRequests && !slices.Contains(d.limited, o.Status) {
 			continue
 		}
-		n429++
+		refusals++
 		switch level, why := header.Cache429(o.Header); level {
 		case header.CacheBad:
 			c.Status = Fail
-			c.Message = "a 429 may be cached: " + why
+			c.Message = fmt.Sprintf("a %d may be cached: %s", o.Status, why)
+			if o.Status != http.StatusTooManyRequests {
+				c.Message = fmt.Sprintf("a %d (declared the limiter's refusal) may be cached: %s", o.Status, why)
+			}
 			c.Evidence = []string{evidenceLine(o)}
-			c.Fix = "send Cache-Control: no-store on every 429"
+			c.Fix = "send Cache-Control: no-store on every " + word
 			return c
 		case header.CacheNote:
 			notes = append(notes, why)
 		}
 	}
 	switch {
-	case n429 == 0:
-		return skip(c.ID, "no 429 to inspect")
+	case refusals == 0:
+		return skip(c.ID, "no "+word+" to inspect")
 	case len(notes) > 0:
 		c.Status = Warn
-		c.Message = fmt.Sprintf("%d of %d 429s: %s", len(notes), n429, notes[0])
-		c.Fix = "send Cache-Control: no-store on every 429"
+		c.Message = fmt.Sprintf("%d of %d %ss: %s", len(notes), refusals, word, notes[0])
+		c.Fix = "send Cache-Control: no-store on every " + word
 	default:
 		c.Status = Pass
-		c.Message = fmt.Sprintf("all %d 429s carry Cache-Control: no-store", n429)
+		c.Message = fmt.Sprintf("all %d %ss carry Cache-Control: no-store", refusals, word)
 	}
 	return c
 }

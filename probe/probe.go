@@ -32,10 +32,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
@@ -342,25 +344,111 @@ func (p *prober) send(ctx context.Context, identity string, extra ...string) (ob
 		req.Header.Set(extra[i], extra[i+1])
 		ob.Spoof = extra[i] + ": " + extra[i+1]
 	}
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		if info.Conn != nil {
-			p.mu.Lock()
-			p.peer = info.Conn.LocalAddr().String()
-			p.mu.Unlock()
-		}
-	}}
+	// the last 1xx status read before the final one: written by the
+	// transport's goroutine, which may still read a flood of them after
+	// Do returned on the timeout
+	var informational atomic.Int32
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if info.Conn != nil {
+				p.mu.Lock()
+				p.peer = info.Conn.LocalAddr().String()
+				p.mu.Unlock()
+			}
+		},
+		Got1xxResponse: func(code int, _ textproto.MIMEHeader) error {
+			informational.Store(int32(code))
+			return nil
+		},
+	}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	ob.Sent = time.Now()
 	resp, err := p.client.Do(req)
 	if err != nil {
-		ob.Done, ob.Err = time.Now(), err
+		ob.Done, ob.Err = time.Now(), p.transportError(ctx, int(informational.Load()), err)
 		return ob, nil
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxBodyBytes))
+	// The body counts as part of the answer: one that does not end within
+	// the timeout (a body dripped byte by byte) is a transport error, not
+	// an admission. At most MaxBodyBytes are read; the rest is dropped
+	// with the connection.
+	n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, MaxBodyBytes))
 	resp.Body.Close()
-	ob.Done, ob.Status, ob.Header = time.Now(), resp.StatusCode, resp.Header
+	ob.Done = time.Now()
+	if err != nil {
+		ob.Err = &bodyError{status: resp.StatusCode, read: n, timeout: p.o.Timeout, timedOut: timedOut(ctx, err), err: err}
+		return ob, nil
+	}
+	ob.Status, ob.Header = resp.StatusCode, resp.Header
 	return ob, nil
 }
+
+// transportError says what the target did when a request got no final
+// response: an informational (1xx) status and nothing after it, no answer
+// within the timeout, or net/http's own words.
+func (p *prober) transportError(ctx context.Context, informational int, err error) error {
+	switch {
+	case informational != 0:
+		return &informationalError{Status: informational, err: err}
+	case timedOut(ctx, err):
+		return &answerError{msg: fmt.Sprintf("no complete response within --timeout %s", p.o.Timeout), err: err}
+	case strings.Contains(err.Error(), "server response headers exceeded"):
+		return &answerError{msg: fmt.Sprintf("the response headers are larger than the %d KiB the probe reads", MaxHeaderBytes>>10), err: err}
+	case strings.Contains(err.Error(), "malformed HTTP"):
+		return &answerError{msg: "the answer is not HTTP/1.x (a malformed status line or header)", err: err}
+	}
+	return err
+}
+
+// answerError says what went wrong in words of its own, keeping the cause
+// for errors.Is.
+type answerError struct {
+	msg string
+	err error
+}
+
+func (e *answerError) Error() string { return e.msg }
+func (e *answerError) Unwrap() error { return e.err }
+
+// timedOut reports whether a request failed because its timeout passed
+// (the context's or the client's), not because the probe was cancelled.
+func timedOut(ctx context.Context, err error) bool {
+	var ne net.Error
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// informationalError is a target that answered an informational status
+// (1xx, such as "HTTP/1.1 199") as its final response: no final status
+// (200 to 599) followed it. The target is reached but speaks no HTTP a
+// client can act on, so the probe stops (exit 3) saying so.
+type informationalError struct {
+	Status int
+	err    error
+}
+
+func (e *informationalError) Error() string {
+	return fmt.Sprintf("the target answered %d, an informational (1xx) status, as its final response: no final status (200 to 599) followed; fix the server to end every response with one", e.Status)
+}
+
+func (e *informationalError) Unwrap() error { return e.err }
+
+// bodyError is a response whose body did not arrive whole.
+type bodyError struct {
+	status   int
+	read     int64
+	timeout  time.Duration
+	timedOut bool
+	err      error
+}
+
+func (e *bodyError) Error() string {
+	if e.timedOut {
+		return fmt.Sprintf("the response (%d) came, but its body did not end within --timeout %s (%d bytes read): a body dripped this slowly ties clients up", e.status, e.timeout, e.read)
+	}
+	return fmt.Sprintf("the response (%d) came, but its body was cut after %d bytes: %v", e.status, e.read, e.err)
+}
+
+func (e *bodyError) Unwrap() error { return e.err }
 
 // exhaust sends as identity until the first refusal, or max requests.
 func (p *prober) exhaust(ctx context.Context, identity string, max int, extra ...string) ([]obs, error) {
@@ -416,6 +504,19 @@ func (p *prober) progress(format string, args ...any) {
 	if p.o.Progress != nil {
 		fmt.Fprintf(p.o.Progress, "probe: "+format+"\n", args...)
 	}
+}
+
+// sleepUntil waits until t, or until --max-time passes when t is later:
+// a phase due after the probe's time is up is cut (errTime), so the whole
+// probe ends within --max-time and the requests then in flight.
+func (p *prober) sleepUntil(ctx context.Context, t time.Time) error {
+	if !p.deadline.IsZero() && t.After(p.deadline) {
+		if err := sleepUntil(ctx, p.deadline); err != nil {
+			return err
+		}
+		return errTime
+	}
+	return sleepUntil(ctx, t)
 }
 
 func sleepUntil(ctx context.Context, t time.Time) error {

@@ -297,7 +297,7 @@ func (d *data) concurrent(ctx context.Context, p *prober, id func(string) string
 	}
 	at := func(when time.Time, run func() error) {
 		wg.Go(func() {
-			if err := sleepUntil(ctx, when); err != nil {
+			if err := p.sleepUntil(ctx, when); err != nil {
 				fail(err)
 				return
 			}

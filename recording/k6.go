@@ -93,7 +93,7 @@ func k6MetricName(line []byte) (name []byte, ok bool) {
 }
 
 func readK6(br *bufio.Reader, rec *recorder) error {
-	sc := bufio.NewScanner(br)
+	sc := bufio.NewScanner(rec.lineGuard(br))
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var (
 		n          int64
@@ -203,7 +203,7 @@ func readK6(br *bufio.Reader, rec *recorder) error {
 		if errors.Is(err, bufio.ErrTooLong) {
 			return fmt.Errorf("line %d is longer than %d KiB: not k6 --out json", n+1, maxLine>>10)
 		}
-		return fmt.Errorf("read after line %d: %v", n, err)
+		return fmt.Errorf("read after line %d: %w", n, err)
 	}
 	if durations == 0 {
 		if reqs > 0 {

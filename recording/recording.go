@@ -141,16 +141,17 @@ func Read(r io.Reader, o RecordOptions) (*tally.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	rec := newRecorder(o)
 	br := bufio.NewReaderSize(r, 256<<10)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
+		in := &countReader{r: br}
+		zr, err := gzip.NewReader(in)
 		if err != nil {
 			return nil, exitcode.Usagef("%s: not a readable gzip file: %v", words.Printable(o.Name), err)
 		}
 		defer zr.Close()
-		br = bufio.NewReaderSize(zr, 256<<10)
+		br = bufio.NewReaderSize(&inflateGuard{z: zr, in: in, tripped: &rec.ceiling}, 256<<10)
 	}
-	rec := newRecorder(o)
 	switch o.Source {
 	case SourceK6:
 		err = readK6(br, rec)
@@ -159,6 +160,9 @@ func Read(r io.Reader, o RecordOptions) (*tally.Result, error) {
 	}
 	if err == nil {
 		err = rec.flush()
+	}
+	if rec.ceiling != nil {
+		err = rec.ceiling
 	}
 	if err != nil {
 		return nil, recordErr(o.Name, err)
@@ -176,6 +180,10 @@ func recordErr(name string, err error) error {
 	var ue *flagError
 	if errors.As(err, &ue) {
 		return exitcode.Usagef("%s", ue.msg)
+	}
+	var ce *ceilingError
+	if errors.As(err, &ce) {
+		return exitcode.Usagef("%s: %s", words.Printable(name), ce.msg)
 	}
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	return exitcode.Usagef("%s: %s", words.Printable(name), msg)
@@ -235,6 +243,8 @@ type recorder struct {
 	lastDone       int64
 	maxDone        int64
 	judge          *judge.Stream
+
+	ceiling error // a ceiling the input passed (guard.go)
 }
 
 func newRecorder(o RecordOptions) *recorder {

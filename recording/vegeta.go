@@ -33,8 +33,9 @@ import (
 //
 // The module is not a dependency of this one: it is read with the
 // standard library into a struct with vegeta's field names and types,
-// which is all gob matches on. Body is left out of it, so gob skips the
-// bodies instead of keeping them.
+// which is all gob matches on. Body is left out of it, and a result too
+// long to hand to gob whole has its body dropped on the way (gobskip.go),
+// so a body is never kept.
 type vegetaResult struct {
 	Attack    string        `json:"attack"`
 	Seq       uint64        `json:"seq"`
@@ -93,9 +94,12 @@ func decodeGob(dec *gob.Decoder, v *vegetaResult) error {
 }
 
 func readVegetaGob(br *bufio.Reader, rec *recorder) error {
-	dec := gob.NewDecoder(br)
+	dec := gob.NewDecoder(newGobSkip(br))
 	var v vegetaResult
 	for n := int64(1); ; n++ {
+		if n > MaxLines {
+			return &ceilingError{msg: fmt.Sprintf("more than %s records, the ceiling of a recording; judge it in parts", words.Commas(int64(MaxLines)))}
+		}
 		err := decodeGob(dec, &v)
 		if err == io.EOF && n > 1 {
 			return nil
@@ -104,6 +108,14 @@ func readVegetaGob(br *bufio.Reader, rec *recorder) error {
 			return errors.New("record 1: not a vegeta result (gob, JSON or CSV from vegeta attack or encode)")
 		}
 		if err != nil {
+			var skip *errGobSkip
+			var ce *ceilingError
+			if errors.As(err, &ce) {
+				return ce
+			}
+			if errors.As(err, &skip) {
+				return fmt.Errorf("record %d: %s", n, skip.msg)
+			}
 			if errors.Is(err, io.ErrUnexpectedEOF) {
 				return fmt.Errorf("record %d is truncated: the gob stream of vegeta attack ends inside it", n)
 			}
@@ -116,7 +128,7 @@ func readVegetaGob(br *bufio.Reader, rec *recorder) error {
 }
 
 func readVegetaJSON(br *bufio.Reader, rec *recorder) error {
-	sc := bufio.NewScanner(br)
+	sc := bufio.NewScanner(rec.lineGuard(br))
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var n int64
 	for sc.Scan() {
@@ -137,7 +149,7 @@ func readVegetaJSON(br *bufio.Reader, rec *recorder) error {
 		if errors.Is(err, bufio.ErrTooLong) {
 			return fmt.Errorf("line %d is longer than %d KiB (a body that large? vegeta attack -max-body bounds them)", n+1, maxLine>>10)
 		}
-		return fmt.Errorf("read after line %d: %v", n, err)
+		return fmt.Errorf("read after line %d: %w", n, err)
 	}
 	return nil
 }
@@ -155,7 +167,7 @@ func vegetaJSONWhy(err error) string {
 }
 
 func readVegetaCSV(br *bufio.Reader, rec *recorder) error {
-	lim := &recordLimit{r: br}
+	lim := &recordLimit{r: rec.lineGuard(br)}
 	cr := csv.NewReader(lim)
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
@@ -174,7 +186,7 @@ func readVegetaCSV(br *bufio.Reader, rec *recorder) error {
 			if errors.As(err, &pe) {
 				return fmt.Errorf("line %d: not vegeta's CSV: %v", pe.StartLine, pe.Err)
 			}
-			return fmt.Errorf("after line %d: %v", last, err)
+			return fmt.Errorf("after line %d: %w", last, err)
 		}
 		lim.start = cr.InputOffset()
 		line, _ := cr.FieldPos(0)

@@ -1,14 +1,13 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
@@ -37,94 +36,20 @@ func fieldf(format string, args ...any) error {
 }
 
 // Bounds of the values a renderer may draw. A real run stays far below:
-// a week of seconds, a million years of milliseconds.
+// a week of seconds, a million years of milliseconds, a thousand
+// thresholds.
 const (
-	maxFloat   = 1e15
-	maxSeconds = 7 * 24 * 3600
+	maxFloat      = 1e15
+	maxSeconds    = 7 * 24 * 3600
+	maxThresholds = 1_000
 )
 
-// checkDuplicateKeys reads data token by token and fails on the first
-// object that has a key twice (compared as encoding/json matches struct
-// fields, ignoring case), naming where: `key "kind" appears twice at the
-// top level`, `... in timeline[3].status`.
-func checkDuplicateKeys(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type frame struct {
-		object bool
-		keys   map[string]struct{}
-		key    string // object: the key whose value is read next
-		index  int    // array: the index of the next element
-		path   string // of this container
+// secondsText writes a document's seconds for an error: 3s, 1h0m0s.
+func secondsText(s float64) string {
+	if s > 1e9 || s != s {
+		return fmt.Sprintf("%gs", s)
 	}
-	var stack []*frame
-	expectKey := false
-	// valueDone moves the parent past the value just read.
-	valueDone := func() {
-		expectKey = false
-		if n := len(stack); n > 0 {
-			if f := stack[n-1]; f.object {
-				expectKey = true
-			} else {
-				f.index++
-			}
-		}
-	}
-	childPath := func() string {
-		if len(stack) == 0 {
-			return ""
-		}
-		f := stack[len(stack)-1]
-		if f.object {
-			if f.path == "" {
-				return jsonKey(f.key)
-			}
-			return f.path + "." + jsonKey(f.key)
-		}
-		return f.path + "[" + strconv.Itoa(f.index) + "]"
-	}
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%w: not JSON (%v)", ErrDocument, err)
-		}
-		if expectKey {
-			if d, ok := tok.(json.Delim); ok && d == '}' {
-				stack = stack[:len(stack)-1]
-				valueDone()
-				continue
-			}
-			f := stack[len(stack)-1]
-			key, _ := tok.(string)
-			folded := foldKey(key)
-			if _, dup := f.keys[folded]; dup {
-				where := "at the top level"
-				if f.path != "" {
-					where = "in " + f.path
-				}
-				return fieldf("key %s appears twice %s; a document has each key once", Printable(strconv.Quote(key)), Printable(where))
-			}
-			f.keys[folded] = struct{}{}
-			f.key = key
-			expectKey = false
-			continue
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{object: true, keys: map[string]struct{}{}, path: childPath()})
-			expectKey = true
-		case json.Delim('['):
-			stack = append(stack, &frame{path: childPath()})
-		case json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			valueDone()
-		default:
-			valueDone()
-		}
-	}
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
 }
 
 // jsonKey names an object key in a path: as is when it is a plain word,
@@ -418,6 +343,30 @@ func validateLoad(res *tally.Result) error {
 	if len(res.Timeline) > maxSeconds {
 		return fieldf("timeline has %d seconds, want at most %d", len(res.Timeline), maxSeconds)
 	}
+	// issue 26: every array is bounded by the run's own plan, so a forged
+	// document cannot make a renderer or a merge fill years of seconds
+	span := res.SpanSeconds()
+	if float64(len(res.Timeline)) > span {
+		return fieldf("timeline has %d seconds, more than a run of %s (timeout %s) can fill (%g): the document is inconsistent",
+			len(res.Timeline), secondsText(res.DurationS), secondsText(res.TimeoutS), span)
+	}
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"status", len(res.Status)}, {"errors", len(res.Errors)}} {
+		if c.n > tally.MaxKeys {
+			return fieldf("%s has %d entries, want at most %d", c.name, c.n, tally.MaxKeys)
+		}
+	}
+	if len(res.Notes) > tally.MaxNotes {
+		return fieldf("notes has %d entries, want at most %d", len(res.Notes), tally.MaxNotes)
+	}
+	if len(res.Generator.Reasons) > tally.MaxReasons {
+		return fieldf("generator.reasons has %d entries, want at most %d", len(res.Generator.Reasons), tally.MaxReasons)
+	}
+	if len(res.Thresholds) > maxThresholds {
+		return fieldf("thresholds has %d entries, want at most %d", len(res.Thresholds), maxThresholds)
+	}
 	for i, s := range res.Timeline {
 		if s.Second < 0 {
 			return fieldf("timeline[%d].second is %d, want >= 0", i, s.Second)
@@ -427,6 +376,9 @@ func validateLoad(res *tally.Result) error {
 		}
 		if err := validateCounts(fmt.Sprintf("timeline[%d].status", i), s.Status); err != nil {
 			return err
+		}
+		if len(s.Status) > tally.MaxKeys {
+			return fieldf("timeline[%d].status has %d entries, want at most %d", i, len(s.Status), tally.MaxKeys)
 		}
 	}
 	for _, hh := range []struct {
@@ -473,8 +425,9 @@ func validateLoad(res *tally.Result) error {
 		); err != nil {
 			return err
 		}
-		if len(j.ExpectedPerSecond) > maxSeconds {
-			return fieldf("expect.expected_per_second has %d seconds, want at most %d", len(j.ExpectedPerSecond), maxSeconds)
+		if len(j.ExpectedPerSecond) > maxSeconds || float64(len(j.ExpectedPerSecond)) > span {
+			return fieldf("expect.expected_per_second has %d seconds, more than a run of %s (timeout %s) can fill (%g): the document is inconsistent",
+				len(j.ExpectedPerSecond), secondsText(res.DurationS), secondsText(res.TimeoutS), min(span, maxSeconds))
 		}
 		for i, n := range j.ExpectedPerSecond {
 			if err := nonNeg(fmt.Sprintf("expect.expected_per_second[%d]", i), n); err != nil {

@@ -1,11 +1,13 @@
 package tally
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,6 +19,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/judge"
+	"github.com/ratelimit-dev/ratelimit/words"
 )
 
 // A segmented run (--segment I/N) runs the arrivals i of the plan with
@@ -68,6 +71,51 @@ type SegmentHistograms struct {
 
 // CheckSegments is the merged document's check that no segment is missing.
 const CheckSegments = "segments"
+
+// Bounds a document of a run holds to, by its own plan, so that a forged
+// one cannot make a reader or a merge allocate beyond what the plan
+// could fill (report's validation and Merge check them).
+const (
+	// MaxSkew is how far apart the segments of one plan may start: with
+	// --start-at they start at one instant; without it (--run-id), within
+	// a minute of one another, as the pods of one Job do.
+	MaxSkew = time.Minute
+	// MaxNotes bounds a document's notes, and the distinct notes a merge
+	// keeps.
+	MaxNotes = 1_000
+	// MaxReasons bounds the generator's reasons: a few per segment of a
+	// merge of MaxSegments.
+	MaxReasons = 10 * MaxSegments
+	// MaxKeys bounds the entries of the status and error counts, and of
+	// each second's statuses.
+	MaxKeys = 1_000
+)
+
+// maxPackedArrival is the most bytes PackArrivals writes for one arrival
+// (four varints, one of them a signed 64-bit delta).
+const maxPackedArrival = 40
+
+// MaxPackedArrivals is the longest base64 a segment of sent requests
+// packs its arrivals into.
+func MaxPackedArrivals(sent int64) int64 {
+	return (min(max(sent, 0), 1<<40)*maxPackedArrival + 2) / 3 * 4
+}
+
+// spanSlack is what a run's seconds may exceed its plan by: the lateness
+// of its last iterations and rounding.
+const spanSlack = 2 * time.Second
+
+// SpanSeconds is the most seconds a run of this plan can fill in its
+// timeline and in the verdict's seconds: its duration, its timeout (the
+// last requests' ends), a little slack, and for a merged run the skew of
+// its segments' starts. A document with more is inconsistent.
+func (r *Result) SpanSeconds() float64 {
+	s := r.DurationS + r.TimeoutS + spanSlack.Seconds()
+	if r.Segment != nil && r.Segment.Index < 0 {
+		s += MaxSkew.Seconds()
+	}
+	return math.Ceil(s)
+}
 
 // segmentChecks: a merged document fails when segments are missing; a
 // segment's own document says where its verdict on the count went.
@@ -140,16 +188,28 @@ func PackArrivals(as []judge.Arrival) string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-// unpackArrivals reads PackArrivals, shifting every time by offsetNs.
-func unpackArrivals(s string, offsetNs int64, identities int) ([]judge.Arrival, error) {
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("arrivals: %w", err)
+// unpackArrivals reads PackArrivals, shifting every time by offsetNs. A
+// segment holds at most limit arrivals (its sends), each sent within span
+// of its start and ended within maxLat of its send: anything else is out
+// of range. It decodes the base64 as it goes, so the packed bytes are
+// never held twice.
+func unpackArrivals(s string, offsetNs int64, identities int, limit int64, span, maxLat time.Duration) ([]judge.Arrival, error) {
+	if int64(len(s)) > MaxPackedArrivals(limit) {
+		return nil, fmt.Errorf("arrivals: %d bytes of packed arrivals for %d sends; a send packs into at most %d", base64.StdEncoding.DecodedLen(len(s)), limit, maxPackedArrival)
 	}
-	r := bytes.NewReader(b)
-	var out []judge.Arrival
+	r := bufio.NewReader(base64.NewDecoder(base64.StdEncoding, strings.NewReader(s)))
+	// a send packs into 4 bytes at least
+	out := make([]judge.Arrival, 0, min(limit, int64(base64.StdEncoding.DecodedLen(len(s))/4)))
 	var send int64
-	for r.Len() > 0 {
+	for {
+		if _, err := r.Peek(1); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("arrivals: %v", err)
+		}
+		if int64(len(out)) >= limit {
+			return nil, fmt.Errorf("arrivals: more arrivals than the %d sends the segment counts", limit)
+		}
 		id, e1 := binary.ReadUvarint(r)
 		d, e2 := binary.ReadVarint(r)
 		lat, e3 := binary.ReadUvarint(r)
@@ -157,14 +217,51 @@ func unpackArrivals(s string, offsetNs int64, identities int) ([]judge.Arrival, 
 		if err := errors.Join(e1, e2, e3, e4); err != nil {
 			return nil, fmt.Errorf("arrivals: truncated after %d", len(out))
 		}
-		if st > 999 || id >= uint64(max(identities, 1)) || lat > 1<<40 {
-			return nil, fmt.Errorf("arrivals: arrival %d is out of range", len(out))
-		}
 		send += d
+		if st > 999 || id >= uint64(max(identities, 1)) || lat > uint64(maxLat/time.Microsecond) ||
+			send < -int64(time.Second/time.Microsecond) || send > int64(span/time.Microsecond) {
+			return nil, fmt.Errorf("arrivals: arrival %d is out of range (identity %d, sent %s after the segment's start, latency %s)",
+				len(out), id, time.Duration(send)*time.Microsecond, time.Duration(min(lat, 1<<40))*time.Microsecond)
+		}
 		ns := send*1e3 + offsetNs
 		out = append(out, judge.Arrival{Identity: int(id), DueNs: ns, SendNs: ns, DoneNs: ns + int64(lat)*1e3, Status: int(st)})
 	}
-	return out, nil
+}
+
+// segmentsConsistent refuses (exit 2) documents of one plan that cannot
+// be the segments of one run: a start far from the others' (a forged or
+// wrong clock would stretch the merged timeline and the replay over the
+// years between), a count of iterations beyond the plan's. start is the
+// merged run's start.
+func segmentsConsistent(docs []*Result, start time.Time) error {
+	first := docs[0]
+	fs := first.Segment
+	if limit := first.RatePerS*first.DurationS + 2; float64(fs.TotalPlanned) > limit || fs.TotalPlanned < 0 {
+		return exitcode.Usagef("merge: %d iterations planned in all, more than %s for %g s cannot plan: the documents are inconsistent", fs.TotalPlanned, first.Rate, first.DurationS)
+	}
+	share := fs.TotalPlanned/int64(fs.Count) + 1
+	var planned int64
+	for i, d := range docs {
+		si := d.Segment
+		off := d.StartedAt.Sub(start)
+		if off < -time.Second || off > MaxSkew {
+			how := "after"
+			if off < 0 {
+				how, off = "before", -off
+			}
+			return exitcode.Usagef("merge: document %d (segment %d/%d) started at %s, %s %s the run's start (%s): segments of one plan start within %s of one another (--start-at starts them together), so the documents are inconsistent",
+				i+1, si.Index, si.Count, d.StartedAt.UTC().Format(time.RFC3339Nano), words.Span(off.Round(time.Millisecond)), how, start.UTC().Format(time.RFC3339Nano), words.Span(MaxSkew))
+		}
+		if d.Planned > share || d.Sent > d.Planned || d.Planned < 0 {
+			return exitcode.Usagef("merge: document %d (segment %d/%d) counts %d planned and %d sent, beyond its share (%d) of the %d planned in all: the documents are inconsistent",
+				i+1, si.Index, si.Count, d.Planned, d.Sent, share, fs.TotalPlanned)
+		}
+		planned += d.Planned
+	}
+	if planned > fs.TotalPlanned {
+		return exitcode.Usagef("merge: the segments plan %d iterations, more than the %d planned in all: the documents are inconsistent", planned, fs.TotalPlanned)
+	}
+	return nil
 }
 
 // Merge rebuilds the whole run from the documents of its segments: the
@@ -217,9 +314,20 @@ func Merge(docs []*Result) (*Result, error) {
 	if fs.StartAt != nil {
 		m.StartedAt = *fs.StartAt
 	}
+	if err := segmentsConsistent(docs, m.StartedAt); err != nil {
+		return nil, err
+	}
+	var sends int64
+	for _, d := range docs {
+		sends += d.Sent
+	}
+	noteSeen := map[string]bool{}
 	lat, fromDue, late := []*hdrhistogram.Histogram{}, []*hdrhistogram.Histogram{}, []*hdrhistogram.Histogram{}
 	timeline := map[int]map[string]int64{}
 	var arrivals []judge.Arrival
+	if fs.Expect != "" {
+		arrivals = make([]judge.Arrival, 0, min(sends, int64(len(docs))*1024))
+	}
 	policies := map[string]int64{}
 	for _, d := range docs {
 		si := d.Segment
@@ -238,7 +346,9 @@ func Merge(docs []*Result) (*Result, error) {
 		}
 		if fs.Expect != "" {
 			offset := d.StartedAt.Sub(m.StartedAt).Nanoseconds()
-			as, err := unpackArrivals(si.Arrivals, offset, max(m.Identities, 1))
+			span := time.Duration((d.DurationS + spanSlack.Seconds()) * float64(time.Second))
+			maxLat := time.Duration((d.TimeoutS + spanSlack.Seconds()) * float64(time.Second))
+			as, err := unpackArrivals(si.Arrivals, offset, max(m.Identities, 1), d.Sent, span, maxLat)
 			if err != nil {
 				return nil, exitcode.Usagef("merge: segment %d/%d: %v", si.Index, si.Count, err)
 			}
@@ -291,7 +401,9 @@ func Merge(docs []*Result) (*Result, error) {
 		if d.Generator.FellBehind {
 			m.Generator.FellBehind = true
 			for _, r := range d.Generator.Reasons {
-				m.Generator.Reasons = append(m.Generator.Reasons, fmt.Sprintf("segment %d: %s", si.Index, r))
+				if len(m.Generator.Reasons) < MaxReasons {
+					m.Generator.Reasons = append(m.Generator.Reasons, fmt.Sprintf("segment %d: %s", si.Index, r))
+				}
 			}
 		}
 		mergeHeaders(&m.Headers, d.Headers)
@@ -299,7 +411,8 @@ func Merge(docs []*Result) (*Result, error) {
 			policies[d.Headers.PolicyValue] += d.Headers.Policy.Valid
 		}
 		for _, n := range d.Notes {
-			if !slices.Contains(m.Notes, n) {
+			if !noteSeen[n] && len(m.Notes) < MaxNotes {
+				noteSeen[n] = true
 				m.Notes = append(m.Notes, n)
 			}
 		}

@@ -3,6 +3,7 @@ package tally
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ratelimit-dev/ratelimit/judge"
@@ -52,7 +53,7 @@ func TestHDRMergeLossless(t *testing.T) {
 
 func TestPackArrivalsRoundTrip(t *testing.T) {
 	in := []judge.Arrival{{Identity: 0, SendNs: 5e6, DoneNs: 7e6, Status: 200}, {Identity: 3, SendNs: 9e6, DoneNs: 9.5e6, Status: 429}, {Identity: 1, SendNs: 12e6, DoneNs: 30e6, Status: 0}}
-	out, err := unpackArrivals(PackArrivals(in), 1e9, 4)
+	out, err := unpackArrivals(PackArrivals(in), 1e9, 4, 3, time.Second, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +66,22 @@ func TestPackArrivalsRoundTrip(t *testing.T) {
 			t.Errorf("arrival %d: %+v, want %+v", i, out[i], w)
 		}
 	}
-	if _, err := unpackArrivals(PackArrivals(in), 0, 2); err == nil {
+	if _, err := unpackArrivals(PackArrivals(in), 0, 2, 3, time.Second, time.Second); err == nil {
 		t.Error("an identity beyond the run's was accepted")
 	}
-	if _, err := unpackArrivals("!!", 0, 2); err == nil {
+	if _, err := unpackArrivals("!!", 0, 2, 3, time.Second, time.Second); err == nil {
 		t.Error("garbage accepted")
+	}
+	// issue 26: a segment's arrivals are bounded by its own counts and
+	// plan: more arrivals than its sends, a send after its span, a
+	// latency beyond its timeout are out of range
+	for _, c := range []struct {
+		name      string
+		limit     int64
+		span, lat time.Duration
+	}{{"more arrivals than sends", 2, time.Second, time.Second}, {"a send after the span", 3, 10 * time.Millisecond, time.Second}, {"a latency beyond the timeout", 3, time.Second, 10 * time.Millisecond}} {
+		if _, err := unpackArrivals(PackArrivals(in), 0, 4, c.limit, c.span, c.lat); err == nil {
+			t.Errorf("%s: accepted", c.name)
+		}
 	}
 }
