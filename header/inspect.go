@@ -48,12 +48,15 @@ func Inspect(status int, h http.Header, now time.Time) Inspection {
 // same from response to response, so most responses skip that parse. The
 // zero value is ready; an Inspector is not safe for concurrent use (a load
 // generator keeps one per virtual user). The Policies it returns are shared
-// between the responses that carried the same value: do not modify them.
+// between the responses that carried the same value, and the Limits of the
+// common one-line RateLimit field are valid until the next Inspect: do not
+// modify or keep them.
 type Inspector struct {
 	cached   bool
 	raw      string
 	policies []Policy
 	err      error
+	limits   []Limit // reused by every response with the common RateLimit line
 }
 
 // Inspect checks one response, as the function Inspect does; refused says
@@ -75,7 +78,13 @@ func (c *Inspector) Inspect(status int, h http.Header, now time.Time, refused bo
 	}
 	if vs := LimitLines(h); len(vs) > 0 {
 		in.HasLimit = true
-		in.Limits, in.LimitErr = ParseLimits(vs)
+		if l, ok := parseLimitLine(vs[0]); ok && len(vs) == 1 {
+			// the common line, into the Inspector's own slice: no allocation
+			c.limits = append(c.limits[:0], l)
+			in.Limits = c.limits
+		} else {
+			in.Limits, in.LimitErr = ParseLimits(vs)
+		}
 		if in.LimitErr == nil && in.PolicyErr == nil {
 			in.LimitErr = CheckConsistent(in.Policies, in.Limits)
 		}

@@ -333,6 +333,17 @@ func ParsePolicies(lines []string) ([]Policy, error) {
 // A Dictionary with limit, remaining and reset is draft-07's syntax: one
 // Limit with Draft Draft07.
 func ParseLimits(lines []string) ([]Limit, error) {
+	if len(lines) == 1 {
+		if l, ok := parseLimitLine(lines[0]); ok {
+			return []Limit{l}, nil
+		}
+	}
+	return parseLimits(lines)
+}
+
+// parseLimits is ParseLimits through the Structured Fields parser, which
+// validates every line (parseLimitLine reads the common one faster).
+func parseLimits(lines []string) ([]Limit, error) {
 	if l, ok, err := parseDraft07(lines); ok {
 		if err != nil {
 			return nil, err

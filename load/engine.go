@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,7 @@ type engine struct {
 	o      Options
 	sched  rate.Schedule
 	clock  Clock           // the dispatcher's time (nil: the real clock)
-	reqs   []*http.Request // prepared once: one per identity (or one)
+	ids    *identities     // each identity's request, built when first sent (identities.go)
 	client client          // lean (h1.go) or net/http (std.go)
 	// clientName is the stack in use: HTTPClientLean or HTTPClientStd
 	clientName string
@@ -35,7 +36,17 @@ type engine struct {
 	parent    context.Context
 	runCtx    context.Context // cancelled by an interrupt or the hard deadline
 
-	idle   idleStack
+	// The iterations: next is the first not yet claimed (VUs claim them
+	// themselves, engine.claim); planned is how many the schedule holds.
+	next    atomic.Int64
+	planned int64
+	shards  []*shard      // where the VUs record (vu.go)
+	grid    time.Duration // VUs wake on this grid (0: at each due time; vu.go wake)
+	// droppedLate: iterations VUs dropped as more than MaxLateness late
+	droppedLate atomic.Int64
+	// busy: VUs in a request now; maxBusy: the most at once
+	busy, maxBusy atomic.Int64
+
 	st     *tally.Statuses // which statuses are refusals and which are not failures
 	zeros  *tally.Zeros    // what each identity's Retry-After: 0 was worth
 	record bool            // keep every arrival (for the verdict)
@@ -61,39 +72,11 @@ type engine struct {
 	firstLate   time.Duration      // lateness of the first iteration
 }
 
-// idleStack holds the idle VUs. It is a stack: the next iteration goes to
-// the VU that finished last, which is often still running (so no parked
-// goroutine must be woken) and whose connection is warm; a FIFO would hand
-// work to the VU idle longest, always parked.
-type idleStack struct {
-	mu  sync.Mutex
-	vus []*vu
-}
-
-func (s *idleStack) push(v *vu) {
-	s.mu.Lock()
-	s.vus = append(s.vus, v)
-	s.mu.Unlock()
-}
-
-// pop returns the most recently idle VU (nil if none) and how many VUs are
-// idle after it was taken.
-func (s *idleStack) pop() (*vu, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := len(s.vus)
-	if n == 0 {
-		return nil, 0
-	}
-	v := s.vus[n-1]
-	s.vus = s.vus[:n-1]
-	return v, n - 1
-}
-
-// job is one iteration handed to a VU.
+// job is one iteration a VU runs: i its index in the whole plan, n in
+// the schedule (a segment's own), due its due time.
 type job struct {
-	i   int64
-	due time.Duration
+	i, n int64
+	due  time.Duration
 }
 
 // Run executes the load test described by o and returns its result. Bad
@@ -144,42 +127,21 @@ func Run(ctx context.Context, o Options) (*tally.Result, error) {
 // prepare builds the requests and the HTTP client, once.
 func (e *engine) prepare() error {
 	o := e.o
-	n := max(o.Identities, 1)
-	e.reqs = make([]*http.Request, n)
-	for k := range n {
-		req, err := http.NewRequest(o.Method, o.Target, nil)
-		if err != nil {
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				err = ue.Err // its message quotes the URL, password and all
-			}
-			return exitcode.Usagef("--target %q: %v", secret.URL(o.Target), err)
-		}
-		for name, vs := range o.Headers {
-			if http.CanonicalHeaderKey(name) == "Host" {
-				req.Host = vs[0]
-				continue
-			}
-			req.Header[name] = append([]string(nil), vs...)
-		}
-		if o.Identities > 0 {
-			req.Header.Set(o.IdentityHeader, IdentityValue(o.RunID, k))
-		}
-		if len(o.Body) > 0 {
-			req.ContentLength = int64(len(o.Body))
-		}
-		e.reqs[k] = req
-	}
 	u, _ := url.Parse(o.Target)
+	ids, err := newIdentities(&e.o, u)
+	if err != nil {
+		return err
+	}
+	e.ids = ids
 	name, err := chooseClient(&e.o, u)
 	if err != nil {
 		return err
 	}
 	e.clientName = name
 	if name == HTTPClientLean {
-		e.client = newLeanClient(&e.o, u)
+		e.client = newLeanClient(&e.o, u, e.ids)
 	} else {
-		e.client = newStdClient(&e.o, e.reqs, &e.bytesIn, &e.bytesOut)
+		e.client = newStdClient(&e.o, e.ids, &e.bytesIn, &e.bytesOut)
 	}
 	return nil
 }
@@ -199,7 +161,7 @@ func (e *engine) preflight(ctx context.Context) error {
 		}
 		host = net.JoinHostPort(u.Hostname(), port)
 	}
-	if proxy, _ := http.ProxyFromEnvironment(e.reqs[0]); proxy != nil {
+	if proxy, _ := http.ProxyFromEnvironment(e.ids.template); proxy != nil {
 		return nil // the proxy decides; requests will tell
 	}
 	d := net.Dialer{Timeout: min(e.o.Timeout, 5*time.Second)}
@@ -210,7 +172,11 @@ func (e *engine) preflight(ctx context.Context) error {
 		}
 		return exitcode.UnreachableError(fmt.Errorf("target %s is unreachable: %w; start it or check --target", host, err))
 	}
-	return c.Close()
+	defer c.Close()
+	if u.Scheme == "https" {
+		return checkTLS(c, host, u.Hostname(), d.Timeout)
+	}
+	return nil
 }
 
 func (e *engine) run(ctx context.Context) *tally.Result {
@@ -221,20 +187,25 @@ func (e *engine) run(ctx context.Context) *tally.Result {
 	defer cancel()
 	e.runCtx = runCtx
 	e.cancelRun = cancel
-	e.idle.vus = make([]*vu, 0, o.MaxVUs)
+	e.planned = e.sched.Planned()
+	if d, ok := e.sched.Due(1); ok && d < wakeGrid {
+		e.grid = wakeGrid
+	}
+	e.shards = make([]*shard, shardsPerRun(o.MaxVUs, runtime.GOMAXPROCS(0)))
+	for k := range e.shards {
+		e.shards[k] = newShard(e)
+	}
 	var wg sync.WaitGroup
 	var vus []*vu
-	spawn := func() *vu {
-		v := newVU(e, len(vus))
-		vus = append(vus, v)
-		wg.Go(v.loop)
-		return v
+	newVUs := func(n int) []*vu {
+		for range n {
+			vus = append(vus, newVU(e, len(vus)))
+		}
+		return vus[len(vus)-n:]
 	}
-	for range o.PreAllocatedVUs {
-		e.idle.push(spawn())
-	}
-	conns := make([]conn, len(vus))
-	for k, v := range vus {
+	pre := newVUs(o.PreAllocatedVUs)
+	conns := make([]conn, len(pre))
+	for k, v := range pre {
 		conns[k] = v.conn
 	}
 	e.client.warm(conns)
@@ -264,50 +235,50 @@ func (e *engine) run(ctx context.Context) *tally.Result {
 		close(faultsDone)
 	}
 
-	var added, maxBusy int64
+	// The pre-allocated VUs start claiming iterations at once; the
+	// dispatcher adds a VU for an iteration none of them claimed in time.
+	for _, v := range pre {
+		wg.Go(func() { v.loop(nil) })
+	}
+	var added int64
+	var lastAdd time.Duration // when the dispatcher last added a VU
 	live := e.o.Live
-	stopWatch := e.startWatch(e.sched.Planned())
-	// Scheduling lateness: how long after its due time each iteration was
-	// handed to a VU. Only the dispatcher's goroutine records it.
-	lateness := tally.NewHistogram(e.maxLat)
-	planned := e.sched.Planned()
-	d := dispatcher{sched: e.sched, clock: clock, start: e.start,
-		hand: func(i int64, due, late time.Duration) bool {
-			v, idle := e.idle.pop()
-			if v == nil && len(vus) < o.MaxVUs {
-				v = spawn()
-				added++
+	stopWatch := e.startWatch(e.planned)
+	d := dispatcher{sched: e.sched, clock: clock, start: e.start, next: &e.next, grace: claimGrace,
+		// A VU is added only when every VU is in a request: one between
+		// requests takes the iteration (late). And when the CPU is too busy
+		// to wake the dispatcher on time, VUs are added no faster than one
+		// per such delay: a VU waiting for a CPU to read its response looks
+		// busy, and adding VUs (each a connection to the target, on the same
+		// CPUs) for every late iteration is how a saturated machine used to
+		// go from clean to a cascade.
+		leave: func(elapsed, overslept time.Duration) bool {
+			if e.busy.Load() < int64(len(vus)) {
+				return true
 			}
-			if v == nil {
+			return overslept > claimGrace && elapsed-lastAdd < overslept
+		},
+		hand: func(i int64, due, late time.Duration) bool {
+			if len(vus) >= o.MaxVUs {
 				return false
 			}
-			v.jobs <- job{i: e.sched.Global(i), due: due}
-			tally.Record(lateness, late)
-			if i == 0 {
-				e.firstLate = late
-			}
-			busy := int64(len(vus) - idle)
-			maxBusy = max(maxBusy, busy)
-			if live != nil {
-				live.Sent.Add(1)
-				live.ActiveVUs.Store(busy)
-			}
+			v := newVUs(1)[0]
+			added++
+			lastAdd = due + late
+			j := job{i: e.sched.Global(i), n: i, due: due}
+			wg.Go(func() { v.loop(&j) })
 			return true
 		},
 	}
 	if live != nil {
 		d.dropped = func(n int64) { live.Dropped.Add(n) }
 	}
-	// The dispatcher stops at the end of the schedule, or when the run's
-	// context ends: Ctrl-C (interrupted), --abort-on-fail, the hard deadline.
+	// The dispatcher stops once every iteration is claimed, or when the
+	// run's context ends: Ctrl-C (interrupted), --abort-on-fail, the hard
+	// deadline. The VUs stop when they find nothing left to claim.
 	dc := d.run(runCtx)
-	sent, droppedNoVU, droppedLate := dc.sent, dc.droppedNoVU, dc.droppedLate
-	interrupted := dc.stopped && ctx.Err() != nil
-	stopWatch()
-	for _, v := range vus {
-		close(v.jobs)
-	}
 	wg.Wait()
+	stopWatch()
 	elapsed := time.Since(e.start)
 	// The plan ends before the schedule does (Faults.validate); a fault
 	// still in force now (a failover slower than the run) is cut short,
@@ -319,38 +290,72 @@ func (e *engine) run(ctx context.Context) *tally.Result {
 		live.ActiveVUs.Store(0)
 	}
 
+	var sent int64
+	for _, v := range vus {
+		sent += v.sent
+	}
+	droppedNoVU, droppedLate := dc.droppedNoVU, dc.droppedLate+e.droppedLate.Load()
+	// Interrupted: Ctrl-C ended the run before every iteration was sent
+	// or dropped (a VU may hold a claim that never fell due).
+	interrupted := ctx.Err() != nil && (dc.stopped || sent+droppedNoVU+droppedLate < e.planned)
 	res := &tally.Result{
 		Kind: tally.Kind, Version: 1,
 		Target: secret.URL(o.Target), Method: o.Method, StartedAt: e.startWall,
 		Rate: o.Rate.String(), RatePerS: o.Rate.PerSecond(),
 		DurationS: o.Duration.Seconds(), ElapsedS: elapsed.Seconds(), TimeoutS: o.Timeout.Seconds(),
 		Identities: o.Identities, RunID: o.RunID, LimitedStatus: e.st.Rule.Declared(),
-		Planned: planned, Sent: sent,
+		Planned: e.planned, Sent: sent,
 		DroppedNoVU: droppedNoVU, DroppedLate: droppedLate, Dropped: droppedNoVU + droppedLate,
 		Interrupted: interrupted, Aborted: e.aborted.Load(),
-		VUs: tally.VUStats{PreAllocated: o.PreAllocatedVUs, Max: o.MaxVUs, Peak: len(vus), Added: added, MaxBusy: maxBusy},
+		VUs: tally.VUStats{PreAllocated: o.PreAllocatedVUs, Max: o.MaxVUs, Peak: len(vus), Added: added, MaxBusy: e.maxBusy.Load()},
 	}
-	res.NotStarted = planned - sent - res.Dropped
+	res.NotStarted = e.planned - sent - res.Dropped
 	e.disruptions = disruptions
-	e.finish(res, vus, lateness)
+	e.finish(res, vus)
 	return res
 }
 
+// wakeGrid is the grid VUs wake on when iterations fall due less than it
+// apart.
+const wakeGrid = time.Millisecond
+
+// claimGrace is how long past its due time an iteration no VU claimed
+// waits before the dispatcher adds a VU for it (or drops it when it can
+// add none): a VU finishing its request within it claims the iteration
+// itself, a little late, instead of a new VU being added for a moment's
+// delay.
+const claimGrace = time.Millisecond
+
 // do runs iteration j on VU v and records it.
 func (e *engine) do(v *vu, j job) {
-	k := int(j.i % int64(len(e.reqs)))
+	k := int(j.i % int64(e.ids.n))
 	send := time.Since(e.start)
+	v.sent++
+	busy := e.busy.Add(1)
+	for m := e.maxBusy.Load(); busy > m && !e.maxBusy.CompareAndSwap(m, busy); m = e.maxBusy.Load() {
+	}
+	live := e.o.Live
+	if live != nil {
+		live.Sent.Add(1)
+		live.ActiveVUs.Store(busy)
+	}
 	status, h, err := v.conn.do(k)
+	done := time.Since(e.start)
+	e.busy.Add(-1)
+	sh := v.sh
+	sh.mu.Lock()
+	tally.Record(sh.late, send-j.due)
+	if j.n == 0 {
+		e.firstLate = send - j.due
+	}
 	zero := false
 	if status != 0 {
 		v.t.Inspect(status, h, e.startWall.Add(send))
 		zero = v.t.Zero()
-	}
-	done := time.Since(e.start)
-	if status != 0 {
 		e.zeros.Observe(v.t, k, int64(send), int64(done), e.st.Rule.Limited(status), zero)
 	}
 	v.add(j, send, done, status, e.errKind(status, err))
+	sh.mu.Unlock()
 }
 
 // errKind names the outcome of a request without a status: interrupted by

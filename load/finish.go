@@ -10,32 +10,41 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/tally"
+	"github.com/ratelimit-dev/ratelimit/words"
 )
 
 // LatenessWarn is the scheduling lateness p99 above which the generator is
 // reported as behind even when nothing was dropped.
 const LatenessWarn = 10 * time.Millisecond
 
-// finish folds the VUs' tallies into res and judges the run: the
-// thresholds, the admitted count (or, for a segment, what the merge needs
-// to judge it), the faults, and the verdict from the check list.
-func (e *engine) finish(res *tally.Result, vus []*vu, late *hdrhistogram.Histogram) {
+// finish folds the shards into res and judges the run: the thresholds,
+// the admitted count (or, for a segment, what the merge needs to judge
+// it), the faults, and the verdict from the check list.
+func (e *engine) finish(res *tally.Result, vus []*vu) {
 	o := e.o
 	sum := tally.New(e.st, e.maxLat)
+	late := tally.NewHistogram(e.maxLat)
 	var arrivals []judge.Arrival
 	if e.record {
 		n := 0
-		for _, v := range vus {
-			n += len(v.arrivals)
+		for _, sh := range e.shards {
+			n += len(sh.arrivals)
 		}
 		arrivals = make([]judge.Arrival, 0, n)
 	}
+	for _, sh := range e.shards {
+		sum.Merge(sh.t)
+		late.Merge(sh.late)
+		arrivals = append(arrivals, sh.arrivals...)
+		sh.arrivals = nil // the copy is all the verdict needs
+	}
+	var retried int64
 	for _, v := range vus {
-		sum.Merge(v.t)
-		arrivals = append(arrivals, v.arrivals...)
-		v.arrivals = nil // the copy is all the verdict needs
 		res.BytesIn += v.bytesIn.Load()
 		res.BytesOut += v.bytesOut.Load()
+		if r, ok := v.conn.(interface{ retried() int64 }); ok {
+			retried += r.retried()
+		}
 	}
 	res.BytesIn += e.bytesIn.Load()
 	res.BytesOut += e.bytesOut.Load()
@@ -53,6 +62,7 @@ func (e *engine) finish(res *tally.Result, vus []*vu, late *hdrhistogram.Histogr
 	case res.DurationS > 0:
 		res.AchievedRate = float64(res.Sent) / res.DurationS
 	}
+	res.Notes = append(res.Notes, connectionNotes(retried, res.Errors["eof"])...)
 
 	e.generator(res)
 	e.thresholds(res)
@@ -129,4 +139,22 @@ func (e *engine) segmentInfo(arrivals []judge.Arrival, lat, fromDue, late *hdrhi
 func sortedBySend(as []judge.Arrival) []judge.Arrival {
 	slices.SortStableFunc(as, func(a, b judge.Arrival) int { return cmp.Compare(a.SendNs, b.SendNs) })
 	return as
+}
+
+// connectionNotes explain what the connections did that a reader could
+// take for the target's failure, or not see at all: requests sent again on
+// a new connection because the target had closed an idle keep-alive one
+// (HTTP/1.1 allows it at any time; each such request is sent and counted
+// once), and requests that ended in EOF, which are failures.
+func connectionNotes(retried, eof int64) []string {
+	var notes []string
+	if retried > 0 {
+		notes = append(notes, fmt.Sprintf("%s %s retried once on a new connection: the target had closed an idle keep-alive connection before reading %s (normal in HTTP/1.1; each counted once, its latency includes the retry)",
+			words.Commas(retried), words.Plural(retried, "request was", "requests were"), words.Plural(retried, "it", "them")))
+	}
+	if eof > 0 {
+		notes = append(notes, fmt.Sprintf("%s %s ended in eof: the target closed the connection without answering (a crash, a restart, a proxy or a connection limit; a keep-alive connection closed while idle is retried, not counted here)",
+			words.Commas(eof), words.Plural(eof, "request", "requests")))
+	}
+	return notes
 }

@@ -27,11 +27,14 @@ import (
 // https, HTTP/2 and proxies use net/http (std.go); both implement client
 // (client.go).
 
-// h1Request is one prepared request: the bytes to write, and whether the
-// method expects no response body.
+// h1Request is one prepared request: the bytes to write, whether the
+// method expects no response body, and whether it may be sent again when
+// a keep-alive connection turns out closed after it was written (an
+// idempotent method, or an Idempotency-Key: net/http's rule).
 type h1Request struct {
-	wire []byte
-	head bool
+	wire       []byte
+	head       bool
+	replayable bool
 }
 
 // h1Prepare serialises the request for identity k once.
@@ -75,30 +78,79 @@ func h1Prepare(o *Options, u *url.URL, identity string) h1Request {
 	}
 	b.WriteString("\r\n")
 	b.Write(o.Body)
-	return h1Request{wire: b.Bytes(), head: o.Method == http.MethodHead}
+	replayable := false
+	switch o.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		replayable = true
+	}
+	if len(o.Headers["Idempotency-Key"]) > 0 || len(o.Headers["X-Idempotency-Key"]) > 0 {
+		replayable = true
+	}
+	return h1Request{wire: b.Bytes(), head: o.Method == http.MethodHead, replayable: replayable}
 }
 
 // leanClient is the lean HTTP/1.1 client: each conn is one keep-alive
 // connection to addr.
 type leanClient struct {
 	addr    string      // host:port to dial
-	reqs    []h1Request // prepared once: one per identity (or one)
+	ids     *identities // each identity's request, serialised when first sent
 	timeout time.Duration
+	// slack is how much later than timeout a request may be cut: a
+	// connection's deadline is renewed only when fewer than timeout is
+	// left of it, not before every request.
+	slack time.Duration
+	// values are the checked fields' values seen, shared by the conns
+	values valueTable
 }
 
-func newLeanClient(o *Options, u *url.URL) *leanClient {
-	c := &leanClient{addr: u.Host, timeout: o.Timeout}
+// valueTable keeps the values of the checked fields seen on a client's
+// connections, so that a value that repeats (a policy, most RateLimit
+// values) is not allocated again. Reads take no lock: the map behind the
+// pointer is never changed, only replaced by a copy with one more value,
+// up to maxValues.
+type valueTable struct {
+	m  atomic.Pointer[map[string]string]
+	mu sync.Mutex
+}
+
+// maxValues bounds the values a client keeps.
+const maxValues = 256
+
+// get returns b as a string, one seen before when there is one.
+func (t *valueTable) get(b []byte) string {
+	if m := t.m.Load(); m != nil {
+		if v, ok := (*m)[string(b)]; ok { // no allocation for the lookup
+			return v
+		}
+	}
+	v := string(b)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.m.Load()
+	if old == nil {
+		t.m.Store(&map[string]string{v: v})
+		return v
+	}
+	if _, ok := (*old)[v]; ok || len(*old) >= maxValues {
+		return v
+	}
+	m := make(map[string]string, len(*old)+1)
+	for k := range *old {
+		m[k] = k
+	}
+	m[v] = v
+	t.m.Store(&m)
+	return v
+}
+
+// deadlineSlack is the slack of a request's deadline: a tenth of the
+// timeout, at most 100 ms.
+func deadlineSlack(timeout time.Duration) time.Duration { return min(timeout/10, 100*time.Millisecond) }
+
+func newLeanClient(o *Options, u *url.URL, ids *identities) *leanClient {
+	c := &leanClient{addr: u.Host, ids: ids, timeout: o.Timeout, slack: deadlineSlack(o.Timeout)}
 	if u.Port() == "" {
 		c.addr = net.JoinHostPort(u.Hostname(), "80")
-	}
-	n := max(o.Identities, 1)
-	c.reqs = make([]h1Request, n)
-	for k := range n {
-		id := ""
-		if o.Identities > 0 {
-			id = IdentityValue(o.RunID, k)
-		}
-		c.reqs[k] = h1Prepare(o, u, id)
 	}
 	return c
 }
@@ -139,9 +191,10 @@ func (*leanClient) close() {}
 
 // h1Conn is a VU's connection.
 type h1Conn struct {
-	c    net.Conn
-	br   *bufio.Reader
-	used bool // served a request already (a failure may be a stale keep-alive)
+	c        net.Conn
+	deadline time.Time  // the read and write deadline set on c
+	check    *idleCheck // made on the first request that needs it
+	raw      net.Conn   // c without its byte counting
 }
 
 // leanConn is a VU's side of the lean client.
@@ -150,31 +203,43 @@ type leanConn struct {
 	ctx     context.Context
 	in, out *atomic.Int64
 	conn    atomic.Pointer[h1Conn] // read by the interrupt callback
-	br      *bufio.Reader
-	hdr     http.Header // reused for every response; only the checked fields
+	hdr     http.Header            // reused for every response; only the checked fields
 	stop    func() bool
+	retries int64 // requests sent again on a new connection (retried)
 }
 
+// brPool holds the readers of responses: a VU holds one only while it
+// reads, so a run with thousands of VUs keeps as many buffers as
+// requests in flight, not one per VU.
+var brPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+
+// errStaleConn wraps the error of a request the target never read: it was
+// written on a keep-alive connection the target had closed while it sat
+// idle, which HTTP/1.1 allows at any time. do sends it once more on a new
+// connection.
 var errStaleConn = errors.New("keep-alive connection closed by the target")
 
 // do runs one request: connect if needed, write, read the status and
 // headers, drain the body. It returns the status (0 on error).
 func (l *leanConn) do(k int) (int, http.Header, error) {
-	r := &l.c.reqs[k]
-	for attempt := 0; ; attempt++ {
-		status, err := l.once(r)
-		if err == nil {
-			return status, l.hdr, nil
-		}
-		// A connection the target closed while it sat idle fails before a
-		// byte of the response arrives: redial once, like net/http does.
-		if errors.Is(err, errStaleConn) && attempt == 0 && l.ctx.Err() == nil {
-			continue
-		}
+	r := l.c.ids.wire(k)
+	status, err := l.once(r)
+	if err != nil && errors.Is(err, errStaleConn) && l.ctx.Err() == nil {
+		// A connection the target closed while it sat idle fails before
+		// a byte of the response arrives: send once more on a new one,
+		// like net/http does.
+		l.retries++
+		status, err = l.once(r)
+	}
+	if err != nil {
 		l.closeConn()
 		return 0, nil, err
 	}
+	return status, l.hdr, nil
 }
+
+// retried is how many requests the conn sent again on a new connection.
+func (l *leanConn) retried() int64 { return l.retries }
 
 func (l *leanConn) close() {
 	l.stop()
@@ -187,35 +252,63 @@ func (l *leanConn) closeConn() {
 	}
 }
 
+// once sends r once. A connection that was idle (dialled before the clock
+// started, or kept from an earlier request) may have been closed by the
+// target meanwhile: a request on it that was not written, or (replayable)
+// got no byte of an answer, fails with errStaleConn. On a connection
+// dialled for this request, the same failure is the target's.
 func (l *leanConn) once(r *h1Request) (int, error) {
 	c := l.conn.Load()
+	idle := c != nil
+	if idle && !r.replayable {
+		// A request that may not be sent twice is not sent on a
+		// connection the target has closed: look first.
+		if c.check == nil {
+			c.check = newIdleCheck(c.raw)
+		}
+		if c.check.closedByPeer() {
+			l.closeConn()
+			c, idle = nil, false
+		}
+	}
 	if c == nil {
 		var err error
 		if c, err = l.dial(); err != nil {
 			return 0, err
 		}
 	}
-	reused := c.used
-	c.used = true
-	if err := c.c.SetDeadline(time.Now().Add(l.c.timeout)); err != nil {
-		return 0, err
+	// One deadline serves many requests: renewed only when less than the
+	// timeout is left, so a request is cut between timeout and timeout +
+	// slack after it started.
+	if now := time.Now(); c.deadline.Sub(now) < l.c.timeout {
+		c.deadline = now.Add(l.c.timeout + l.c.slack)
+		if err := c.c.SetDeadline(c.deadline); err != nil {
+			return 0, err
+		}
 	}
 	// Checked after SetDeadline: an interrupt that set its past deadline
 	// before ours is seen here, one after it cuts the read.
 	if err := l.ctx.Err(); err != nil {
 		return 0, err
 	}
-	if _, err := c.c.Write(r.wire); err != nil {
+	if n, err := c.c.Write(r.wire); err != nil {
 		l.closeConn()
-		if reused && !isTimeout(err) {
+		if idle && !isTimeout(err) && (n == 0 || r.replayable) {
 			return 0, fmt.Errorf("%w: %w", errStaleConn, err)
 		}
 		return 0, err
 	}
-	status, keep, err := h1ReadResponse(c.br, l.hdr, r.head)
+	br := brPool.Get().(*bufio.Reader)
+	br.Reset(c.c)
+	status, keep, err := readResponse(br, l.hdr, r.head, &l.c.values)
+	if err == nil && br.Buffered() > 0 {
+		keep = false // bytes beyond the response: the connection is out of step
+	}
+	br.Reset(nil)
+	brPool.Put(br)
 	if err != nil {
 		l.closeConn()
-		if reused && errors.Is(err, errNoResponse) {
+		if idle && r.replayable && errors.Is(err, errNoResponse) {
 			return 0, fmt.Errorf("%w: %w", errStaleConn, err)
 		}
 		return 0, err
@@ -233,13 +326,7 @@ func (l *leanConn) dial() (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc := countConn{Conn: tc, in: l.in, out: l.out}
-	if l.br == nil {
-		l.br = bufio.NewReaderSize(nc, 16<<10)
-	} else {
-		l.br.Reset(nc)
-	}
-	c := &h1Conn{c: nc, br: l.br}
+	c := &h1Conn{c: countConn{Conn: tc, in: l.in, out: l.out}, raw: tc}
 	l.conn.Store(c)
 	if err := l.ctx.Err(); err != nil { // interrupted while dialling
 		l.closeConn()
@@ -279,6 +366,12 @@ func malformed(format string, args ...any) error {
 // connection may carry another request. The status is always a three-digit
 // code, 100 to 999; anything else is an error wrapping errMalformed.
 func h1ReadResponse(br *bufio.Reader, h http.Header, head bool) (status int, keep bool, err error) {
+	return readResponse(br, h, head, nil)
+}
+
+// readResponse is h1ReadResponse; values, when set, gives the checked
+// fields' values, so that one seen before is not allocated again.
+func readResponse(br *bufio.Reader, h http.Header, head bool, values *valueTable) (status int, keep bool, err error) {
 	for k, vs := range h {
 		h[k] = vs[:0]
 	}
@@ -343,9 +436,12 @@ func h1ReadResponse(br *bufio.Reader, h http.Header, head bool) (status int, kee
 				if key := checkedField(name); key != "" {
 					vs := h[key]
 					// Reuse the last string when the value repeats (a policy
-					// does): no allocation for the common case.
+					// does), or one seen before: no allocation for the
+					// common case.
 					if n := len(vs); n < cap(vs) && vs[:n+1][n] == string(value) {
 						h[key] = vs[:n+1]
+					} else if values != nil {
+						h[key] = append(vs, values.get(value))
 					} else {
 						h[key] = append(vs, string(value))
 					}

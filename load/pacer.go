@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/rate"
@@ -48,10 +49,30 @@ func (c *realClock) Sleep(ctx context.Context, d time.Duration) bool {
 // counted from start. It never fires a backlog in a burst: an iteration
 // it reaches more than MaxLateness late is dropped together with every
 // other one as late.
+//
+// In a run, VUs claim iterations themselves from next, the counter the
+// dispatcher shares with them (engine.claim): the dispatcher only sees to
+// an iteration no VU claimed within grace of its due time (every VU was
+// busy), handing it to a VU it adds or dropping it when none can be
+// added. Alone (next nil, no VU claiming), it hands every iteration at
+// its due time.
 type dispatcher struct {
 	sched rate.Schedule
 	clock Clock
 	start time.Time
+	// next is the first iteration not yet claimed (nil: the dispatcher's
+	// own counter); claims are compare-and-swaps on it.
+	next *atomic.Int64
+	// grace is how long past its due time an unclaimed iteration is left
+	// for a VU that is finishing its request to claim.
+	grace time.Duration
+	// leave, when set, is asked about an iteration no VU claimed within
+	// grace, at elapsed; true leaves it to the VUs, however late, rather
+	// than hand it to a VU added for it or drop it as finding none.
+	// overslept is how much later than asked the dispatcher's last wait
+	// ended: a machine too slow to run the VUs there are is not helped by
+	// many more of them.
+	leave func(elapsed, overslept time.Duration) bool
 	// hand gives iteration i, due at due and released late after it, to a
 	// VU; false means no VU was idle and none could be added (the iteration
 	// is dropped).
@@ -67,29 +88,43 @@ type dispatchCounts struct {
 	stopped bool
 }
 
-// run releases the iterations until all are released or ctx ends.
+// run releases the iterations until all are released (or claimed) or ctx
+// ends.
 func (d *dispatcher) run(ctx context.Context) (c dispatchCounts) {
 	planned := d.sched.Planned()
+	next := d.next
+	if next == nil {
+		next = new(atomic.Int64)
+	}
 	done := ctx.Done()
 	drop := func(n int64) {
 		if d.dropped != nil {
 			d.dropped(n)
 		}
 	}
-	for i := int64(0); ; {
+	var overslept time.Duration // how late the last wait ended
+	sleep := func(elapsed, w time.Duration) bool {
+		if !d.clock.Sleep(ctx, w) {
+			return false
+		}
+		overslept = max(d.clock.Now().Sub(d.start)-elapsed-w, 0)
+		return true
+	}
+	for {
 		select {
 		case <-done:
 			c.stopped = true
 			return c
 		default:
 		}
+		i := next.Load()
 		elapsed := d.clock.Now().Sub(d.start)
 		wait, stop := d.sched.Pace(elapsed, i)
 		if stop {
 			return c
 		}
-		if wait > 0 {
-			if !d.clock.Sleep(ctx, wait) {
+		if wait+d.grace > 0 {
+			if !sleep(elapsed, wait+d.grace) {
 				c.stopped = true
 				return c
 			}
@@ -101,11 +136,22 @@ func (d *dispatcher) run(ctx context.Context) (c dispatchCounts) {
 			// drop them all at once, so a rate the generator cannot follow
 			// does not keep it spinning through its schedule long after
 			// the end.
-			next := min(max(d.sched.Expected(elapsed-MaxLateness), i+1), planned)
-			c.droppedLate += next - i
-			drop(next - i)
-			i = next
+			n := min(max(d.sched.Expected(elapsed-MaxLateness), i+1), planned)
+			if next.CompareAndSwap(i, n) {
+				c.droppedLate += n - i
+				drop(n - i)
+			}
 			continue
+		}
+		if d.leave != nil && d.leave(elapsed, overslept) {
+			if !sleep(elapsed, max(d.grace, time.Microsecond)) {
+				c.stopped = true
+				return c
+			}
+			continue
+		}
+		if !next.CompareAndSwap(i, i+1) {
+			continue // a VU claimed it
 		}
 		if d.hand(i, elapsed+wait, late) {
 			c.sent++
@@ -113,6 +159,5 @@ func (d *dispatcher) run(ctx context.Context) (c dispatchCounts) {
 			c.droppedNoVU++
 			drop(1)
 		}
-		i++
 	}
 }

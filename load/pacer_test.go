@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,5 +230,54 @@ func TestRealClockSleep(t *testing.T) {
 	}
 	if c.Sleep(ctx, time.Hour) {
 		t.Error("Sleep on an ended context = true")
+	}
+}
+
+// In a run the dispatcher shares its counter with the VUs, which claim
+// iterations themselves: it sees only to those no VU claimed within grace
+// of their due time, and leaves one to the VUs (however late) while leave
+// says so, hearing how late its last wait ended.
+func TestDispatcherSharesClaims(t *testing.T) {
+	ms := time.Millisecond
+	s, err := rate.NewSchedule(rate.MustParse("10/s"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{now: time.Unix(0, 0), oversleep: 2 * ms}
+	start := clock.now
+	var next atomic.Int64
+	next.Store(5) // VUs claimed 0-4 before the dispatcher looked
+	var got []handed
+	var told []time.Duration
+	dp := dispatcher{sched: s, clock: clock, start: start, next: &next, grace: 5 * ms,
+		leave: func(_, overslept time.Duration) bool {
+			told = append(told, overslept)
+			return len(told) == 1 // the first unclaimed iteration is left once
+		},
+		hand: func(i int64, due, late time.Duration) bool {
+			got = append(got, handed{i: i, due: due, late: late, at: clock.now.Sub(start)})
+			if i == 6 {
+				next.Add(1) // meanwhile a VU claims 7
+			}
+			return i != 8 // no VU for 8
+		},
+	}
+	c := dp.run(context.Background())
+	// 5: due 500 ms, looked at 507 (grace and oversleep), left, looked at
+	// again at 514; 6 at 607; 7 claimed; 8 at 807 (dropped); 9 at 907.
+	want := []handed{
+		{i: 5, due: 500 * ms, late: 14 * ms, at: 514 * ms},
+		{i: 6, due: 600 * ms, late: 7 * ms, at: 607 * ms},
+		{i: 8, due: 800 * ms, late: 7 * ms, at: 807 * ms},
+		{i: 9, due: 900 * ms, late: 7 * ms, at: 907 * ms},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("handed %+v, want %+v", got, want)
+	}
+	if c.sent != 3 || c.droppedNoVU != 1 || c.droppedLate != 0 || c.stopped || next.Load() != 10 {
+		t.Errorf("counts %+v, next %d; want 3 handed, 1 without a VU, all 10 claimed", c, next.Load())
+	}
+	if len(told) != 5 || told[0] != 2*ms || told[1] != 2*ms {
+		t.Errorf("leave heard %v, want the 2 ms oversleep of each wait, five times", told)
 	}
 }

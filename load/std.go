@@ -20,13 +20,13 @@ import (
 type stdClient struct {
 	hc      *http.Client
 	tr      *http.Transport // nil when Options.Transport was given
-	reqs    []*http.Request // prepared once: one per identity (or one)
+	ids     *identities // each identity's request, built when first sent
 	body    []byte
 	timeout time.Duration
 }
 
-func newStdClient(o *Options, reqs []*http.Request, in, out *atomic.Int64) *stdClient {
-	c := &stdClient{reqs: reqs, body: o.Body, timeout: o.Timeout}
+func newStdClient(o *Options, ids *identities, in, out *atomic.Int64) *stdClient {
+	c := &stdClient{ids: ids, body: o.Body, timeout: o.Timeout}
 	if o.Transport != nil {
 		c.hc = &http.Client{Transport: o.Transport}
 	} else {
@@ -97,8 +97,8 @@ func (s *stdConn) renew() {
 	s.timer = time.AfterFunc(time.Hour, cancel)
 	s.timer.Stop()
 	// Requests with a body need a fresh body each time: they are never kept.
-	if len(s.c.reqs) <= maxBoundRequests && len(s.c.body) == 0 {
-		s.reqs = make([]*http.Request, len(s.c.reqs))
+	if s.c.ids.n <= maxBoundRequests && len(s.c.body) == 0 {
+		s.reqs = make([]*http.Request, s.c.ids.n)
 	}
 }
 
@@ -106,12 +106,12 @@ func (s *stdConn) request(k int) *http.Request {
 	if s.reqs != nil {
 		req := s.reqs[k]
 		if req == nil {
-			req = s.c.reqs[k].WithContext(s.ctx)
+			req = s.c.ids.request(k).WithContext(s.ctx)
 			s.reqs[k] = req
 		}
 		return req
 	}
-	req := s.c.reqs[k].WithContext(s.ctx)
+	req := s.c.ids.request(k).WithContext(s.ctx)
 	if body := s.c.body; len(body) > 0 {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }

@@ -18,17 +18,30 @@ import (
 
 // Store runs limiter decisions on one Redis client (a *redis.Client, a
 // *redis.ClusterClient or the embedded server's client): what serve's
-// middleware calls for every request. It never closes the client.
+// middleware calls for every request. On a *redis.Client, decisions run
+// on connections the store takes from the client's pool and keeps
+// (owned.go), with their EVALSHA built once; on any other client, through
+// Allow. It never closes the client.
 type Store struct {
 	Client redis.Scripter
+	owned  *owned // nil: every decision goes through Allow
 }
 
 // NewStore returns the store of a client.
-func NewStore(c redis.Scripter) *Store { return &Store{Client: c} }
+func NewStore(c redis.Scripter) *Store {
+	s := &Store{Client: c}
+	if rc, ok := c.(*redis.Client); ok {
+		s.owned = newOwned(rc)
+	}
+	return s
+}
 
 // Allow decides one request for key on the server's clock.
 func (s *Store) Allow(ctx context.Context, l *limiter.Limiter, key string) (limiter.Decision, error) {
-	return Allow(ctx, s.Client, l, key, 0)
+	if s.owned == nil || Script(l) == nil {
+		return Allow(ctx, s.Client, l, key, 0)
+	}
+	return s.owned.allow(ctx, s.Client, l, key)
 }
 
 // Probe runs two decisions of the limiter on key, a key no client can
