@@ -74,16 +74,21 @@ Measured per trial, and as min/median/max over --trials:
   lost writes       admissions the old primary acknowledged but never passed
                     on, read back from the new primary's answers (~: the best
                     fit when no count explains every answer exactly)
-  unavailable       the old primary's last answer until the new primary's
-                    first: time the key had no primary that answered
+  dropped           decisions with no answer in time (with their share)
+  takeover          the failover acknowledged until the replica reported
+                    itself primary: the server's gap
+  no answer         the old primary's last answer until the new primary's
+                    first, as the clients saw it (their timeouts included)
   p50, p99          latency of the answered calls, retries included
   errors            what the clients met (moved, readonly, unreachable, ...)
 
 --wait N measures every trial a second time with each script call followed by
 WAIT N --wait-timeout on the same connection, and refuses an admission fewer
 than N replicas confirmed (fail closed). That trades latency for durability:
-the last line says what WAIT saved (lost writes, extra admissions) and what it
-cost (p50 and p99), as medians over the trials. With more replicas per
+the last lines say what WAIT saved (lost writes; extra admissions, at most the
+no-wait median) and, apart, what it cost (p50 and p99, admissions refused as
+not durable, legitimate admissions refused below the model), as medians over
+the trials; a wait variant that dropped most of its decisions is called out. With more replicas per
 primary than N, the replica that confirmed a write may not be the one
 promoted.
 

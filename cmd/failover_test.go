@@ -134,6 +134,7 @@ func TestFailoverBadInput(t *testing.T) {
 // replicas are exit 2, with what to run instead, and no document (no
 // trial was measured).
 func TestFailoverNotACluster(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, url, want string
 	}{
@@ -164,7 +165,7 @@ func TestFailoverHelp(t *testing.T) {
 	}
 	help := tf.Out.String()
 	for _, want := range []string{
-		"extra admissions", "lost writes", "unavailable", "WAIT N --wait-timeout", "replica of the key's primary",
+		"extra admissions", "lost writes", "takeover", "no answer", "WAIT N --wait-timeout", "replica of the key's primary",
 		"loopback", fault.AllowRemoteFlag, "Exit codes: 0", "1 a check failed", "2 bad input", "3 Redis unreachable",
 		"--limiter-rate", "--max-extra", "Output formats (-o, --output): text, json, markdown, junit, github",
 	} {

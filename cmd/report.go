@@ -60,18 +60,20 @@ func newReportCmd(f *Factory, run func(*reportOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "report FILE.json... | report --from k6|vegeta FILE",
 		Short: "Render saved result documents, or judge a k6 or vegeta recording, as text, JSON, Markdown, JUnit or HTML",
-		Long: `Render documents saved by other commands (--out FILE of eval, eval
---simulate, race, load, keyslot and scripts, or their -o json) in any output
-format they support. Documents are version 2 (docs/json.md, schemas in
-docs/schema); version 1 documents of older releases are upgraded on read and
-render the same:
+		Long: `Render documents saved by other commands (--out FILE, or -o json, of
+eval, eval --simulate, scripts, race, load, merge, report --from, keyslot,
+probe and failover) in any output format. Kinds this build reads:
+` + reportKinds() + `.
+Documents are version 2 (docs/json.md, schemas in docs/schema); version 1
+documents of older releases are upgraded on read and render the same:
 
   text      tables for a terminal (colour only on a terminal, never for NO_COLOR)
   json      the document again (one file: the document; several: an array)
   markdown  GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY"
   junit     one <testsuite> per document, one <testcase> per check (eval:
             reply shape and TTL; simulate: the Go model against the
-            script; scripts: an empty suite, it checks nothing)
+            script; probe and failover: one per check; scripts: an empty
+            suite, it checks nothing)
   github    workflow annotations: an ::error per failed check, then the
             verdict (keyslot with file and line)
   html      the --html page, on standard output
@@ -87,7 +89,8 @@ admitted count against the expectation and its tolerance, latency percentiles
 from the due time and from the send, header checks and the verdict; races get
 admitted per strategy and trial against the limit; keyslot runs get keys per
 slot range and per primary, CROSSSLOT groups and lint findings; eval runs get
-the calls and remaining over calls. With --html, nothing else goes to standard
+the calls and remaining over calls; probe runs their report card; failover
+runs a table per variant with the trade-off of WAIT. With --html, nothing else goes to standard
 output unless -o is given.
 
 Every file is checked before anything is written: a file that is not a
@@ -130,12 +133,12 @@ identity); the sends reach the verdict through a reorder buffer that waits
 for the longest latency seen plus --reorder-window, and a response later
 than that is refused (exit 2) naming its line.`,
 		Example: `  # a saved load run in the terminal, then as a job summary in GitHub Actions
-  ratelimit load --rate 20/s --duration 30s --expect auto --out load.json
+  ratelimit load --target http://127.0.0.1:PORT/hello --rate 20/s --duration 30s --out load.json
   ratelimit report load.json
   ratelimit report load.json -o markdown >> "$GITHUB_STEP_SUMMARY"
 
   # JUnit for the CI's test tab, from several runs at once
-  ratelimit race --out race.json
+  ratelimit race --redis embedded --out race.json
   ratelimit keyslot --groups groups.txt -o json > keyslot.json
   ratelimit report race.json keyslot.json load.json -o junit > ratelimit.xml
 
@@ -145,7 +148,7 @@ than that is refused (exit 2) naming its line.`,
   # judge what k6 or vegeta recorded against 'ratelimit serve --capacity 10 --rate 5/s'
   k6 run --out json=results.json script.js
   ratelimit report --from k6 results.json --expect token-bucket:burst=10,rate=5/s
-  echo "GET http://127.0.0.1:8011/hello" | vegeta attack -rate 20 -duration 30s > results.bin
+  echo "GET http://127.0.0.1:PORT/hello" | vegeta attack -rate 20 -duration 30s > results.bin
   ratelimit report --from vegeta results.bin --expect auto --html report.html`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -179,6 +182,9 @@ than that is refused (exit 2) naming its line.`,
 	return c
 }
 
+// reportKinds names the document kinds report reads: "eval, simulate, ...".
+func reportKinds() string { return strings.Join(report.Kinds(), ", ") }
+
 func runReport(opts *reportOptions) error {
 	f := opts.f
 	format, err := f.Format()
@@ -192,7 +198,7 @@ func runReport(opts *reportOptions) error {
 		return exitcode.Usagef("%s judges a recording: give --from k6 or --from vegeta and its file", opts.fromFlags[0])
 	}
 	if len(opts.Files) == 0 {
-		return exitcode.Usagef("no documents; pass files saved by load --out, race --out, keyslot -o json or eval -o json")
+		return exitcode.Usagef("no documents; pass files saved with --out or -o json (kinds: %s)", reportKinds())
 	}
 	if err := opts.htmlTarget(format); err != nil {
 		return err

@@ -35,3 +35,7 @@ const (
 	CheckClusterOK    = failoverdoc.CheckClusterOK
 	CheckKeysDeleted  = failoverdoc.CheckKeysDeleted
 )
+
+// ExtraSaved is failoverdoc.ExtraSaved: the extra admissions WAIT saved,
+// at most the no-wait median.
+func ExtraSaved(noWait, wait float64) float64 { return failoverdoc.ExtraSaved(noWait, wait) }

@@ -439,7 +439,7 @@ func (e *env) finish(ctx context.Context, res *Result) {
 		}
 		res.Tradeoff = &Tradeoff{
 			LostWritesSaved:   nw.LostWrites.Median - w.LostWrites.Median,
-			ExtraAllowedSaved: nw.ExtraAllowed.Median - w.ExtraAllowed.Median,
+			ExtraAllowedSaved: ExtraSaved(nw.ExtraAllowed.Median, w.ExtraAllowed.Median),
 			P50CostMs:         round3(w.P50Ms.Median - nw.P50Ms.Median),
 			P99CostMs:         round3(w.P99Ms.Median - nw.P99Ms.Median),
 			NotDurable:        spread(notDurable).Median,

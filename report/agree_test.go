@@ -32,6 +32,13 @@ func TestFormatsAgree(t *testing.T) {
 	warned := loadPass() // the generator fell behind: a warning, the run still passes
 	warned.Generator.FellBehind, warned.Generator.Reasons = true, []string{"scheduling lateness p99 12.0 ms is above 10ms"}
 	failoverJudged := failoverWith(new(int64(10))) // --max-extra 10: every trial within
+	waitDropped := fixtureFailover()               // WAIT timed out and most decisions were dropped: still a pass
+	for i := range waitDropped.Variants[1].Trials {
+		tr := &waitDropped.Variants[1].Trials[i]
+		tr.Dropped, tr.NotDurable = 2*tr.Decisions, 5
+	}
+	faultCountFits := loadFault("open") // the windows held and the whole run's count fits
+	faultCountFits.Expect.Pass = true
 	tests := []struct {
 		name string
 		doc  any
@@ -49,6 +56,9 @@ func TestFormatsAgree(t *testing.T) {
 		{"load fail", fixtureLoad(t), false},
 		{"load interrupted", interrupted, false},
 		{"load with a fault, as allowed", loadFault("open"), true},
+		{"load with a fault, as allowed, the count fits", faultCountFits, true},
+		{"load against a slow target", loadTargetOnlySlow(), false},
+		{"load against a slow target, the generator late too", loadSlow(), false},
 		{"load merged from all segments", loadMerged(nil), true},
 		{"load merged, a segment missing", loadMerged([]int{3}), false},
 		{"load with a fault, not allowed", loadFault("closed"), false},
@@ -61,6 +71,7 @@ func TestFormatsAgree(t *testing.T) {
 		{"failover pass, report only", fixtureFailover(), true},
 		{"failover pass, judged", failoverJudged, true},
 		{"failover fail", fixtureFailoverFail(), false},
+		{"failover, WAIT timed out and dropped most decisions", waitDropped, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

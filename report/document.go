@@ -31,13 +31,14 @@ type Document struct {
 // Formats every kind renders to; every kind also has an HTML page (HTML).
 var fmtAll = []string{"text", "json", "markdown", "junit", "github"}
 
-// Kinds lists the document kinds Decode reads, sorted.
+// Kinds lists the document kinds Decode reads, in the order kinds.go
+// registers them (eval, simulate, scripts, race, load, ...).
 func Kinds() []string {
 	out := make([]string, 0, len(kinds))
 	for k := range kinds {
 		out = append(out, k)
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b string) int { return kinds[a].order - kinds[b].order })
 	return out
 }
 

@@ -718,7 +718,7 @@ func TestHTMLLoadHistogram(t *testing.T) {
 		notWant []string
 	}{
 		{"with buckets", withHist,
-			[]string{"<h3>Latency histogram</h3>", `aria-label="latency histogram"`, "from due time: 110 requests at most 0.5 ms", "from send: 2 requests at most 10000 ms", ">≤0.3<"},
+			[]string{"<h3>Latency histogram</h3>", `aria-label="latency histogram"`, "from due time: 110 requests over 0.3 ms and at most 0.5 ms", "from send: 2 requests over 5000 ms and at most 10000 ms", "from due time: no request over 5000 ms", ">≤0.3<"},
 			[]string{"not their buckets"}},
 		{"without buckets", without,
 			[]string{"not their buckets, so the percentiles are drawn as bars instead"},

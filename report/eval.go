@@ -39,14 +39,9 @@ func EvalText(w io.Writer, res evaldoc.Result, o Options) error {
 	return err
 }
 
-// evalChecksText lists the run's checks, one line each, and the verdict.
+// evalChecksText lists the run's checks (checkTable) and the verdict.
 func evalChecksText(res evaldoc.Result, st Styles) string {
-	checks := res.CheckList()
-	rows := make([][]string, 0, len(checks))
-	for _, c := range checks {
-		rows = append(rows, []string{st.Verdict(c.Pass), Printable(c.ID), Printable(c.Message)})
-	}
-	return "checks\n" + Table(nil, rows, st) + "verdict: " + st.Verdict(res.Pass()) + "\n"
+	return checkTable(res.CheckList()).text(st) + "verdict: " + st.Verdict(res.Pass()) + "  " + Printable(res.Scope()) + "\n"
 }
 
 // evalSpan writes a duration without zero units: 10s, 1m, 1h30m, 250ms.
@@ -192,25 +187,32 @@ func evalSummary(res evaldoc.Result) string {
 
 func neverExpires(n int) string { return plural(n, "it never expires", "they never expire") }
 
-func noTTLText(c *evaldoc.TTLCheck, st Styles) string {
-	var b strings.Builder
+// noTTLHeadline says how many keys were left without a TTL, and whether
+// --allow-no-ttl accepted them; pass is whether that passes.
+func noTTLHeadline(c *evaldoc.TTLCheck) (line string, pass bool) {
+	keys := countNoun(len(c.Keys), "key", "keys")
+	if c.Allowed {
+		return fmt.Sprintf("%s without a TTL: %s (accepted with --allow-no-ttl)", keys, neverExpires(len(c.Keys))), true
+	}
+	return fmt.Sprintf("%s without a TTL: %s", keys, neverExpires(len(c.Keys))), false
+}
+
+// noTTLChecked says what the TTL check looked at.
+func noTTLChecked(c *evaldoc.TTLCheck) string {
 	checked := "checked the KEYS passed"
 	if len(c.Patterns) > 0 {
-		checked += " and SCAN MATCH " + strings.Join(printables(c.Patterns), ", ")
+		checked += " and SCAN MATCH " + strings.Join(c.Patterns, ", ")
 	}
 	if c.Truncated {
 		checked += " (scan stopped early on a large keyspace)"
 	}
-	if len(c.Keys) == 0 {
-		b.WriteString(st.Pass.Render("no key without a TTL") + st.Dim.Render("; "+checked) + "\n")
-		return b.String()
-	}
-	if c.Allowed {
-		b.WriteString(st.Warn.Render(fmt.Sprintf("%s without a TTL: %s (accepted with --allow-no-ttl)", countNoun(len(c.Keys), "key", "keys"), neverExpires(len(c.Keys)))) + "\n")
-	} else {
-		b.WriteString(st.Fail.Render(fmt.Sprintf("FAIL: %s without a TTL: %s", countNoun(len(c.Keys), "key", "keys"), neverExpires(len(c.Keys)))) + "\n")
-	}
-	rows := make([][]string, 0, len(c.Keys))
+	return checked
+}
+
+// noTTLKeys is the table of the keys left without a TTL: how each was
+// found and whether it was there before the run.
+func noTTLKeys(c *evaldoc.TTLCheck) table {
+	t := table{headers: []string{"key", "type", "how it was found"}}
 	for _, k := range c.Keys {
 		how := "passed in KEYS"
 		if k.Found == "scan" {
@@ -226,10 +228,28 @@ func noTTLText(c *evaldoc.TTLCheck, st Styles) string {
 		default:
 			how += ", created during the run (by the script or another client)"
 		}
-		rows = append(rows, []string{Printable(k.Key), Printable(k.Type), how})
+		t.rows = append(t.rows, []cell{keyCell(k.Key), textCell(k.Type), textCell(how)})
 	}
-	b.WriteString(Table([]string{"key", "type", "how it was found"}, rows, st))
-	b.WriteString(st.Dim.Render(checked+"; set a TTL on every write (PEXPIRE in the same script)") + "\n")
+	return t
+}
+
+// noTTLFix is what to do about keys without a TTL.
+const noTTLFix = "set a TTL on every write (PEXPIRE in the same script)"
+
+func noTTLText(c *evaldoc.TTLCheck, st Styles) string {
+	var b strings.Builder
+	if len(c.Keys) == 0 {
+		b.WriteString(st.Pass.Render("no key without a TTL") + st.Dim.Render("; "+Printable(noTTLChecked(c))) + "\n")
+		return b.String()
+	}
+	line, pass := noTTLHeadline(c)
+	if pass {
+		b.WriteString(st.Warn.Render(line) + "\n")
+	} else {
+		b.WriteString(st.Fail.Render("FAIL: "+line) + "\n")
+	}
+	b.WriteString(noTTLKeys(c).text(st))
+	b.WriteString(st.Dim.Render(Printable(noTTLChecked(c))+"; "+noTTLFix) + "\n")
 	return b.String()
 }
 
@@ -251,14 +271,10 @@ func EvalSimulateText(w io.Writer, res evaldoc.SimResult, o Options) error {
 	if res.FirstRefMs >= 0 {
 		fmt.Fprintf(&b, "; first refusal at %s", evalSpan(time.Duration(res.FirstRefMs)*time.Millisecond))
 	}
-	b.WriteString("\n\nadmitted per second\n")
-	for i := 0; i < len(res.PerSecond); i += 10 {
-		end := min(i+10, len(res.PerSecond))
-		cells := make([]string, 0, 10)
-		for _, n := range res.PerSecond[i:end] {
-			cells = append(cells, fmt.Sprintf("%4d", n))
-		}
-		fmt.Fprintf(&b, "  %3ds-%-3s%s\n", i, strconv.Itoa(end)+"s", strings.Join(cells, ""))
+	b.WriteString("\n")
+	if len(res.PerSecond) > 0 {
+		b.WriteString("\nadmitted per virtual second\n")
+		b.WriteString(simulatePerSecond(res).text(st))
 	}
 	b.WriteString("\n")
 	if res.Agrees {
@@ -273,25 +289,57 @@ func EvalSimulateText(w io.Writer, res evaldoc.SimResult, o Options) error {
 	return err
 }
 
+// simulatePerSecond is the admissions of each virtual second, ten to a
+// row.
+func simulatePerSecond(res evaldoc.SimResult) table {
+	t := table{headers: []string{"seconds"}}
+	for i := range min(10, len(res.PerSecond)) {
+		t.headers = append(t.headers, "+"+strconv.Itoa(i))
+		t.right = append(t.right, i+1)
+	}
+	for i := 0; i < len(res.PerSecond); i += 10 {
+		end := min(i+10, len(res.PerSecond))
+		row := []cell{textCell(fmt.Sprintf("%d-%d", i, end-1))}
+		for _, n := range res.PerSecond[i:end] {
+			row = append(row, textCell(strconv.Itoa(n)))
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+// scriptsExported reports whether the catalogue was written to files.
+func scriptsExported(c evaldoc.Catalog) bool {
+	for _, s := range c.Scripts {
+		if s.Path != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// scriptsTable is the catalogue: one row per embedded script.
+func scriptsTable(c evaldoc.Catalog) table {
+	exported := scriptsExported(c)
+	t := table{headers: []string{"name", "file", "sha1", "what it does"}}
+	if exported {
+		t.headers = append(t.headers, "written to")
+	}
+	for _, s := range c.Scripts {
+		row := []cell{codeCell(s.Name), codeCell(s.File), codeCell(short(s.SHA1)), textCell(s.Summary)}
+		if exported {
+			row = append(row, codeCell(s.Path))
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
 // EvalScriptsText lists the embedded scripts.
 func EvalScriptsText(w io.Writer, c evaldoc.Catalog, o Options) error {
 	st := NewStyles(w, o)
-	rows := make([][]string, 0, len(c.Scripts))
-	exported := false
-	for _, s := range c.Scripts {
-		row := printables([]string{s.Name, s.File, short(s.SHA1), s.Summary})
-		if s.Path != "" {
-			exported = true
-			row = append(row, Printable(s.Path))
-		}
-		rows = append(rows, row)
-	}
-	headers := []string{"name", "file", "sha1", "what it does"}
-	if exported {
-		headers = append(headers, "written to")
-	}
-	out := Table(headers, rows, st)
-	if !exported {
+	out := scriptsTable(c).text(st)
+	if !scriptsExported(c) {
 		out += "\n" + st.Dim.Render("print one: ratelimit scripts NAME; write them all: ratelimit scripts --export DIR") + "\n"
 	}
 	_, err := io.WriteString(w, out)

@@ -246,7 +246,7 @@ func failoverTrials(res failoverdoc.Result, v failoverdoc.Variant) table {
 	if wait {
 		t.headers = append(t.headers, "not durable")
 	}
-	t.headers = append(t.headers, "model", "extra", "lost writes", "unavailable", "p50", "p99", "errors")
+	t.headers = append(t.headers, "model", "extra", "lost writes", "dropped", "takeover", "no answer", "p50", "p99", "errors")
 	for i := range t.headers[:len(t.headers)-1] {
 		if i != 1 {
 			t.right = append(t.right, i)
@@ -268,17 +268,78 @@ func failoverTrials(res failoverdoc.Result, v failoverdoc.Variant) table {
 		if wait {
 			row = append(row, textCell(strconv.Itoa(tr.NotDurable)))
 		}
-		row = append(row, textCell(strconv.Itoa(tr.ModelAllowed)), extra, textCell(lost),
-			textCell(Latency(tr.UnavailableMs)), textCell(Latency(tr.P50Ms)), textCell(Latency(tr.P99Ms)), textCell(failoverErrors(tr)))
+		dropped := textCell(failoverDropped(tr))
+		if tr.MostlyDropped() {
+			dropped = warnCell(dropped.text)
+		}
+		row = append(row, textCell(strconv.Itoa(tr.ModelAllowed)), extra, textCell(lost), dropped,
+			textCell(Latency(tr.FailoverMs)), textCell(Latency(tr.UnavailableMs)),
+			textCell(Latency(tr.P50Ms)), textCell(Latency(tr.P99Ms)), textCell(failoverErrors(tr)))
 		t.rows = append(t.rows, row)
 	}
 	return t
 }
 
-// failoverFootnotes are the lines under a variant's table: what ~ means,
-// if it is used, and the first error the clients met.
+// failoverDropped is a trial's dropped decisions with their share of the
+// plan: "0", "641 (62%)".
+func failoverDropped(t failoverdoc.Trial) string {
+	if t.Dropped == 0 || t.Planned() == 0 {
+		return strconv.Itoa(t.Dropped)
+	}
+	return fmt.Sprintf("%d (%.0f%%)", t.Dropped, 100*float64(t.Dropped)/float64(t.Planned()))
+}
+
+// failoverMostlyDropped is the trials of v that dropped at least half of
+// their planned decisions.
+func failoverMostlyDropped(v failoverdoc.Variant) []failoverdoc.Trial {
+	var out []failoverdoc.Trial
+	for _, t := range v.Trials {
+		if t.MostlyDropped() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// failoverDroppedNote says, for a variant whose trials dropped most of
+// their decisions, which and why: with WAIT the client was held up to
+// WAIT's timeout per call (and WAIT timed out when admissions were refused
+// as not durable), so the counts cover a minority of the schedule; "" when
+// no trial did.
+func failoverDroppedNote(v failoverdoc.Variant) string {
+	most := failoverMostlyDropped(v)
+	if len(most) == 0 {
+		return ""
+	}
+	parts := make([]string, len(most))
+	timedOut := false
+	for i, t := range most {
+		parts[i] = fmt.Sprintf("trial %d %d of %d", t.Trial, t.Dropped, t.Planned())
+		timedOut = timedOut || t.NotDurable > 0
+	}
+	why := "the client fell behind its schedule"
+	if v.Name == failoverdoc.VariantWait {
+		why = fmt.Sprintf("the client, held by WAIT up to %s a call, fell behind its schedule", msText(v.WaitTimeoutMs))
+		if timedOut {
+			why = fmt.Sprintf("WAIT timed out (%s a call; admissions refused as not durable) and the client fell behind its schedule", msText(v.WaitTimeoutMs))
+		}
+	}
+	return fmt.Sprintf("most decisions were dropped in %d of %d trials (%s): %s, so the counts and medians cover only the decisions answered",
+		len(most), len(v.Trials), strings.Join(parts, ", "), why)
+}
+
+// failoverTimesNote says what the two times of a trial measure.
+const failoverTimesNote = "takeover: the failover acknowledged until the replica reported itself primary (the server's gap); " +
+	"no answer: the old primary's last answer until the new primary's first, as the clients saw it (their timeouts and retries included)"
+
+// failoverFootnotes are the lines under a variant's table: the trials
+// that dropped most of their decisions, what ~ means, if it is used, and
+// the first error the clients met.
 func failoverFootnotes(v failoverdoc.Variant) []string {
 	var out []string
+	if n := failoverDroppedNote(v); n != "" {
+		out = append(out, n)
+	}
 	for _, t := range v.Trials {
 		if !t.LostExact {
 			out = append(out, "~: best fit; no number of lost decisions explains every answer of the new primary")
@@ -302,29 +363,47 @@ func failoverSummary(v failoverdoc.Variant) string {
 	lat := func(s failoverdoc.Stats) string {
 		return Latency(s.Min) + "/" + Latency(s.Median) + "/" + Latency(s.Max)
 	}
-	return fmt.Sprintf("%s over %s (min/median/max): extra admissions %s, lost writes %s, unavailable %s, p50 %s, p99 %s",
+	return fmt.Sprintf("%s over %s (min/median/max): extra admissions %s, lost writes %s, no answer %s, p50 %s, p99 %s",
 		v.Name, countNoun(len(v.Trials), "trial", "trials"), count(v.ExtraAllowed), count(v.LostWrites),
 		lat(v.UnavailableMs), lat(v.P50Ms), lat(v.P99Ms))
 }
 
-// failoverTradeoff is what WAIT bought and cost, or "" without it.
-func failoverTradeoff(res failoverdoc.Result) string {
-	t, w := res.Tradeoff, failoverWait(res)
-	if t == nil || w == nil {
-		return ""
+// failoverNoWait is the no-wait variant, or nil.
+func failoverNoWait(res failoverdoc.Result) *failoverdoc.Variant {
+	for i := range res.Variants {
+		if res.Variants[i].Name == failoverdoc.VariantNoWait {
+			return &res.Variants[i]
+		}
 	}
-	return fmt.Sprintf("WAIT %d: lost writes saved %s, extra admissions saved %s, p50 %s ms, p99 %s ms; %s admissions refused as not durable (medians over trials)",
-		w.WaitReplicas, failoverNum(t.LostWritesSaved), failoverNum(t.ExtraAllowedSaved), failoverCost(t.P50CostMs), failoverCost(t.P99CostMs), failoverNum(t.NotDurable))
+	return nil
+}
+
+// failoverTradeoff is what WAIT bought and, apart, what it cost (medians
+// over trials), then a caution when the wait variant dropped most of its
+// decisions; nil without WAIT. The saving in extra admissions is
+// failoverdoc.ExtraSaved of the medians: at most the no-wait median.
+func failoverTradeoff(res failoverdoc.Result) []string {
+	t, w, nw := res.Tradeoff, failoverWait(res), failoverNoWait(res)
+	if t == nil || w == nil || nw == nil {
+		return nil
+	}
+	saved := failoverdoc.ExtraSaved(nw.ExtraAllowed.Median, w.ExtraAllowed.Median)
+	out := []string{
+		fmt.Sprintf("WAIT %d saved (medians over trials): lost writes %s, extra admissions %s of the %s without WAIT",
+			w.WaitReplicas, failoverNum(t.LostWritesSaved), failoverNum(saved), failoverNum(max(nw.ExtraAllowed.Median, 0))),
+		fmt.Sprintf("WAIT %d cost (medians over trials): p50 %s ms, p99 %s ms; admissions refused as not durable %s; legitimate admissions refused (allowed below the model) %s",
+			w.WaitReplicas, failoverCost(t.P50CostMs), failoverCost(t.P99CostMs),
+			failoverNum(t.NotDurable), failoverNum(failoverdoc.RefusedByWait(w.ExtraAllowed.Median))),
+	}
+	if most := failoverMostlyDropped(*w); len(most) > 0 {
+		out = append(out, fmt.Sprintf("caution: the wait variant dropped most of its decisions in %d of %d trials, so its medians count few decisions",
+			len(most), len(w.Trials)))
+	}
+	return out
 }
 
 // failoverChecks is the table of the checks.
-func failoverChecks(res failoverdoc.Result) table {
-	t := table{headers: []string{"check", "result", "finding"}}
-	for _, c := range res.Checks {
-		t.rows = append(t.rows, []cell{codeCell(c.ID), checkCell(c), textCell(c.Message)})
-	}
-	return t
-}
+func failoverChecks(res failoverdoc.Result) table { return checkTable(res.Checks) }
 
 // failoverVerdict is the closing line: which checks failed, or none.
 func failoverVerdict(res failoverdoc.Result) string {
@@ -365,8 +444,16 @@ func FailoverText(w io.Writer, res failoverdoc.Result, o Options) error {
 			b.WriteString(st.Dim.Render(Printable(n)) + "\n")
 		}
 	}
-	if t := failoverTradeoff(res); t != "" {
-		b.WriteString("\n" + Printable(t) + "\n")
+	b.WriteString(st.Dim.Render(Printable(failoverTimesNote)) + "\n")
+	if t := failoverTradeoff(res); len(t) > 0 {
+		b.WriteString("\n")
+		for i, line := range t {
+			if i == 2 {
+				b.WriteString(st.Warn.Render(Printable(line)) + "\n")
+				continue
+			}
+			b.WriteString(Printable(line) + "\n")
+		}
 	}
 	b.WriteString("\n" + failoverChecks(res).text(st))
 	fmt.Fprintf(&b, "\nverdict: %s  %s\n", st.Verdict(res.Pass()), Printable(failoverVerdict(res)))
@@ -391,8 +478,17 @@ func failoverMarkdown(b *strings.Builder, res failoverdoc.Result) {
 			b.WriteString(md(n) + "\n\n")
 		}
 	}
-	if t := failoverTradeoff(res); t != "" {
-		b.WriteString(md(t) + "\n\n")
+	b.WriteString(md(failoverTimesNote) + "\n\n")
+	if t := failoverTradeoff(res); len(t) > 0 {
+		for i, line := range t {
+			if i == 2 {
+				line = "**" + md(line) + "**"
+			} else {
+				line = md(line)
+			}
+			b.WriteString("- " + line + "\n")
+		}
+		b.WriteString("\n")
 	}
 	failoverChecks(res).markdown(b)
 	fmt.Fprintf(b, "Verdict: %s: %s\n", mdVerdict(res.Pass()), md(failoverVerdict(res)))
@@ -430,8 +526,9 @@ func failoverSuite(res failoverdoc.Result) junitSuite {
 				continue
 			}
 			for _, t := range v.Trials {
-				fmt.Fprintf(&detail, "trial %d: %s -> %s, %d decisions, allowed %d, model %d, extra %d, lost writes %d, unavailable %s\n",
-					t.Trial, t.OldPrimary, t.NewPrimary, t.Decisions, t.Allowed, t.ModelAllowed, t.ExtraAllowed, t.LostWrites, Latency(t.UnavailableMs))
+				fmt.Fprintf(&detail, "trial %d: %s -> %s, %d decisions, allowed %d, model %d, extra %d, lost writes %d, dropped %s, takeover %s, no answer %s\n",
+					t.Trial, t.OldPrimary, t.NewPrimary, t.Decisions, t.Allowed, t.ModelAllowed, t.ExtraAllowed, t.LostWrites,
+					failoverDropped(t), Latency(t.FailoverMs), Latency(t.UnavailableMs))
 			}
 		}
 		if detail.Len() == 0 && !c.Pass {
@@ -453,8 +550,15 @@ func failoverHTML(b *strings.Builder, res failoverdoc.Result) {
 		fmt.Fprintf(b, "<p>%s</p>\n", esc(failoverSummary(v)))
 		htmlNotes(b, "muted", failoverFootnotes(v))
 	}
-	if t := failoverTradeoff(res); t != "" {
-		fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(t))
+	fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(failoverTimesNote))
+	if t := failoverTradeoff(res); len(t) > 0 {
+		for i, line := range t {
+			cls := ""
+			if i == 2 {
+				cls = ` class="warn"`
+			}
+			fmt.Fprintf(b, "<p%s><strong>%s</strong></p>\n", cls, esc(line))
+		}
 	}
 	b.WriteString("<h3>Checks</h3>\n")
 	failoverChecks(res).html(b)

@@ -126,7 +126,7 @@ func failoverWith(maxExtra *int64) failover.Result {
 		Variants: []failover.Variant{noWait, wait},
 		Tradeoff: &failover.Tradeoff{
 			LostWritesSaved:   noWait.LostWrites.Median - wait.LostWrites.Median,
-			ExtraAllowedSaved: noWait.ExtraAllowed.Median - wait.ExtraAllowed.Median,
+			ExtraAllowedSaved: failover.ExtraSaved(noWait.ExtraAllowed.Median, wait.ExtraAllowed.Median),
 			P50CostMs:         round3(wait.P50Ms.Median - noWait.P50Ms.Median),
 			P99CostMs:         round3(wait.P99Ms.Median - noWait.P99Ms.Median),
 			NotDurable:        failoverStats(notDurable).Median,
@@ -187,7 +187,8 @@ func TestFailoverText(t *testing.T) {
 	out := render(fixtureFailover())
 	for _, want := range []string{
 		"failover force of the key's primary: 3 trials, without WAIT and with WAIT 1\n",
-		"WAIT 1: lost writes saved 5, extra admissions saved 4, p50 +0.206 ms, p99 +1.198 ms; 0 admissions refused as not durable",
+		"WAIT 1 saved (medians over trials): lost writes 5, extra admissions 4 of the 4 without WAIT\n",
+		"WAIT 1 cost (medians over trials): p50 +0.206 ms, p99 +1.198 ms; admissions refused as not durable 0; legitimate admissions refused (allowed below the model) 0\n",
 		"127.0.0.1:7102 -> 127.0.0.1:7105",
 		"~3",
 		"verdict: PASS  no check failed (4 checks, 2 report only)\n",
@@ -208,7 +209,7 @@ func TestFailoverText(t *testing.T) {
 	partial.Trials = 5
 	partial.Variants[1].Trials = partial.Variants[1].Trials[:2]
 	partial.Tradeoff = nil
-	if out := render(partial); !strings.HasPrefix(out, "failover force of the key's primary: 3 of 5 trials measured,") || strings.Contains(out, "WAIT 1: lost") {
+	if out := render(partial); !strings.HasPrefix(out, "failover force of the key's primary: 3 of 5 trials measured,") || strings.Contains(out, "WAIT 1 saved") {
 		t.Errorf("partial run:\n%s", out)
 	}
 	noWait := fixtureFailover()
@@ -260,5 +261,57 @@ func TestFailoverDocumentRefused(t *testing.T) {
 	// of extra admissions is a measurement, not a broken document
 	if _, err := Decode(mutated(t, "failover.json", "variants.1.trials.1.extra_allowed", -3)); err != nil {
 		t.Errorf("negative extra_allowed refused: %v", err)
+	}
+}
+
+// TestFailoverTradeoffArithmetic: the run (no-wait median 10
+// extra admissions, wait median -8, WAIT timing out and most decisions
+// dropped): the saving is the no-wait median, 10, never 10 - (-8); the 8
+// legitimate admissions WAIT refused are a cost line of their own; text
+// and Markdown say that most decisions were dropped and that WAIT timed
+// out, and the tables tell the server's takeover from the clients' gap.
+func TestFailoverTradeoffArithmetic(t *testing.T) {
+	res := fixtureFailover()
+	nw, w := &res.Variants[0], &res.Variants[1]
+	for i := range nw.Trials {
+		nw.Trials[i].ExtraAllowed = 10
+		nw.Trials[i].ModelAllowed = nw.Trials[i].Allowed - 10
+	}
+	for i := range w.Trials {
+		tr := &w.Trials[i]
+		tr.ExtraAllowed, tr.ModelAllowed = -8, tr.Allowed+8
+		tr.NotDurable = 8
+		if i < 2 { // trials 1 and 2: 60% of the plan dropped
+			tr.Dropped = tr.Decisions * 3 / 2
+		}
+	}
+	*nw, *w = failoverVariant(*nw), failoverVariant(*w)
+	res.Tradeoff.ExtraAllowedSaved = failover.ExtraSaved(nw.ExtraAllowed.Median, w.ExtraAllowed.Median)
+	res.Tradeoff.NotDurable = 8
+	if got := res.Tradeoff.ExtraAllowedSaved; got != 10 {
+		t.Fatalf("ExtraSaved(10, -8) = %v, want 10", got)
+	}
+	var text bytes.Buffer
+	if err := FailoverText(&text, res, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	failoverMarkdown(&md, res)
+	for name, out := range map[string]string{"text": text.String(), "markdown": md.String()} {
+		for _, want := range []string{
+			"extra admissions 10 of the 10 without WAIT",
+			"legitimate admissions refused (allowed below the model) 8",
+			"admissions refused as not durable 8",
+			"most decisions were dropped in 2 of 3 trials (trial 1 1578 of 2630, trial 2 1572 of 2620): WAIT timed out",
+			"caution: the wait variant dropped most of its decisions in 2 of 3 trials",
+			"takeover: the failover acknowledged until the replica reported itself primary (the server",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s lacks %q:\n%s", name, want, out)
+			}
+		}
+		if strings.Contains(out, "extra admissions 18") {
+			t.Errorf("%s adds the refusals to the saving:\n%s", name, out)
+		}
 	}
 }

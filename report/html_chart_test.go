@@ -215,7 +215,7 @@ func TestLoadToleranceBand(t *testing.T) {
 	if hi-lo < 40 {
 		t.Errorf("the band on the difference chart is %v px tall, want at least 40", hi-lo)
 	}
-	if !strings.Contains(page, `aria-label="cumulative admitted minus expected, within the tolerance"`) {
+	if !strings.Contains(page, `aria-label="cumulative admitted minus expected: the count ends within the tolerance"`) {
 		t.Error("no chart of the difference from the expectation")
 	}
 }

@@ -45,32 +45,22 @@ func evalHTML(b *strings.Builder, res evaldoc.Result) {
 	b.WriteString("<h3>Calls</h3>\n")
 	evalCalls(res).html(b)
 	if c := res.NoTTL; c != nil && len(c.Keys) > 0 {
-		msg := fmt.Sprintf("%s without a TTL: %s; set a TTL on every write", countNoun(len(c.Keys), "key", "keys"), neverExpires(len(c.Keys)))
-		if c.Allowed {
-			msg = fmt.Sprintf("%s without a TTL, accepted with --allow-no-ttl", countNoun(len(c.Keys), "key", "keys"))
-		}
-		htmlVerdict(b, c.Allowed, msg)
-		var krows [][]string
-		for _, k := range c.Keys {
-			krows = append(krows, []string{htmlCode(k.Key), esc(k.Type), esc(k.Found)})
-		}
-		htmlTable(b, []string{"key", "type", "found by"}, krows)
+		line, pass := noTTLHeadline(c)
+		htmlVerdict(b, pass, line+"; "+noTTLFix)
+		noTTLKeys(c).html(b)
+		fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(noTTLChecked(c)))
 	}
 	b.WriteString("<h3>Checks</h3>\n")
-	var crows [][]string
-	for _, c := range res.CheckList() {
-		crows = append(crows, []string{htmlCode(c.ID), htmlBadge(c.Pass), esc(c.Message)})
-	}
-	htmlTable(b, []string{"check", "result", "message"}, crows)
+	checkTable(res.CheckList()).html(b)
 	htmlVerdict(b, res.Pass(), evalVerdictText(res))
 }
 
 // evalVerdictText says why a run passed or failed, in one line.
 func evalVerdictText(res evaldoc.Result) string {
 	if f := res.Failures(); len(f) > 0 {
-		return strings.Join(f, "; ")
+		return strings.Join(f, "; ") + " (" + res.Scope() + ")"
 	}
-	return "every check passed"
+	return "every check passed: " + res.Scope()
 }
 
 func simulateHTML(b *strings.Builder, res evaldoc.SimResult) {
@@ -107,9 +97,5 @@ func simulateHTML(b *strings.Builder, res evaldoc.SimResult) {
 }
 
 func scriptsHTML(b *strings.Builder, c evaldoc.Catalog) {
-	var rows [][]string
-	for _, s := range c.Scripts {
-		rows = append(rows, []string{htmlCode(s.Name), htmlCode(s.File), htmlCode(short(s.SHA1)), esc(s.Summary)})
-	}
-	htmlTable(b, []string{"name", "file", "sha1", "what it does"}, rows)
+	scriptsTable(c).html(b)
 }

@@ -63,7 +63,7 @@ func slotRangeChart(counts []int64, top *cluster.Topology, title string) string 
 			per[o] += float64(counts[s])
 			total += counts[s]
 		}
-		br := bar{title: fmt.Sprintf("slots %d-%d: %d keys", r*htmlRangeSlots, (r+1)*htmlRangeSlots-1, total)}
+		br := bar{title: fmt.Sprintf("slots %d-%d: %s", r*htmlRangeSlots, (r+1)*htmlRangeSlots-1, countNoun(int(total), "key", "keys"))}
 		if r%8 == 0 {
 			br.label = strconv.Itoa(r * htmlRangeSlots)
 		}
@@ -95,7 +95,7 @@ func primaryChart(ps []cluster.Primary) string {
 	g := barGroup{}
 	for i, p := range ps {
 		g.bars = append(g.bars, bar{label: p.Node, segs: []seg{{float64(p.Keys), primaryClass(i)}}, value: strconv.FormatInt(p.Keys, 10),
-			title: fmt.Sprintf("%s: %d keys (%s) on %d slots", p.Node, p.Keys, pct(p.Share), p.Slots)})
+			title: fmt.Sprintf("%s: %s (%s) on %s", p.Node, countNoun(int(p.Keys), "key", "keys"), pct(p.Share), countNoun(p.Slots, "slot", "slots"))})
 	}
 	return barChart{title: "keys per primary", yLabel: "keys", groups: []barGroup{g}, height: 240, width: 640, ints: true}.svg()
 }
@@ -160,8 +160,7 @@ func keyslotHTML(b *strings.Builder, res cluster.Result) {
 
 	if sp := res.Spread; sp != nil {
 		fmt.Fprintf(b, "<h3>Spread of %s over %d-%d</h3>\n", htmlCode(sp.Template), sp.From, sp.To)
-		fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("%d keys on %d of %d slots; busiest slot %d holds %d keys (%s)",
-			sp.Keys, sp.SlotsUsed, cluster.Slots, sp.BusiestSlot, sp.BusiestSlotKeys, pct(sp.BusiestSlotShare))))
+		fmt.Fprintf(b, "<p>%s</p>\n", esc(keyslotSpreadLine(sp)))
 		if tpl, err := cluster.ParseTemplate(sp.Template); err == nil && sp.To >= sp.From && uint64(sp.To-sp.From) < htmlMaxRecount {
 			counts := make([]int64, cluster.Slots)
 			// count by offset: n++ would wrap to 0 at the largest uint64
@@ -175,68 +174,31 @@ func keyslotHTML(b *strings.Builder, res cluster.Result) {
 		if len(sp.Primaries) > 0 {
 			b.WriteString("<h3>Keys per primary</h3>\n")
 			b.WriteString(primaryChart(sp.Primaries))
-			var rows [][]string
-			for _, p := range sp.Primaries {
-				rows = append(rows, []string{esc(p.Node), strconv.Itoa(p.Slots), strconv.FormatInt(p.Keys, 10), esc(pct(p.Share))})
+			keyslotPrimaries(sp.Primaries).html(b)
+			if sp.BusiestPrimary != "" {
+				fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("busiest primary: %s with %s of the keys", sp.BusiestPrimary, pct(sp.BusiestShare))))
 			}
-			htmlTable(b, []string{"primary", "slots", "keys", "share"}, rows, 1, 2, 3)
 		}
 		htmlNotes(b, "warn", sp.Warnings)
 	}
 
 	if len(res.Groups) > 0 {
 		b.WriteString("<h3>CROSSSLOT groups (keys used together must share a slot)</h3>\n")
-		var rows [][]string
-		for _, g := range res.Groups {
-			keys := make([]string, len(g.Keys))
-			for i, k := range g.Keys {
-				keys[i] = htmlCode(ksKey(k))
-			}
-			slots := make([]string, len(g.Slots))
-			for i, s := range g.Slots {
-				slots[i] = strconv.Itoa(s)
-			}
-			where := ""
-			if g.File != "" {
-				where = esc(fmt.Sprintf("%s:%d", g.File, g.Line))
-			}
-			result, fix := htmlBadge(true), ""
-			if g.Crossslot {
-				result, fix = htmlBadge(false)+" CROSSSLOT", esc(g.Fix)
-			}
-			rows = append(rows, []string{result, strings.Join(keys, " "), strings.Join(slots, ", "), where, fix})
-		}
-		htmlTable(b, []string{"result", "keys", "slots", "where", "fix"}, rows)
+		keyslotGroups(res).html(b)
 	}
 
 	if len(res.Scripts) > 0 {
 		b.WriteString("<h3>Lua lint (key arguments must come from KEYS)</h3>\n")
-		var rows [][]string
-		for _, s := range res.Scripts {
-			rows = append(rows, []string{htmlBadge(len(s.Findings) == 0), htmlCode(s.File), esc(countNoun(s.Calls, "redis call", "redis calls")),
-				esc(countNoun(len(s.Findings), "finding", "findings"))})
-		}
-		htmlTable(b, []string{"result", "script", "calls", "findings"}, rows)
+		keyslotScripts(res).html(b)
 		if len(res.Findings) > 0 {
-			rows = rows[:0]
-			for _, f := range res.Findings {
-				rows = append(rows, []string{htmlCode(fmt.Sprintf("%s:%d", f.File, f.Line)), htmlCode(f.Expr), esc(f.Message())})
-			}
-			htmlTable(b, []string{"where", "expression", "finding"}, rows)
+			keyslotFindings(res).html(b)
 		}
 	}
 
 	if sp := res.Split; sp != nil {
-		title := fmt.Sprintf("Split of %s into %d sub-keys, each carrying %s of the rate", htmlCode(sp.Key), sp.Into, esc(sp.Share))
-		if sp.Rate != "" {
-			title += " (" + esc(sp.Rate) + " in all)"
-		}
+		title := keyslotSplitTitle(&cluster.Split{Into: sp.Into, Share: esc(sp.Share), Rate: esc(sp.Rate)}, htmlCode(ksKey(sp.Key)))
 		fmt.Fprintf(b, "<h3>%s</h3>\n", title)
-		var rows [][]string
-		for _, s := range sp.SubKeys {
-			rows = append(rows, []string{htmlCode(s.Key), strconv.Itoa(s.Slot), esc(s.Node), esc(s.Rate)})
-		}
-		htmlTable(b, []string{"sub-key", "slot", "node", "rate"}, rows, 1)
-		fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(sp.Note))
+		keyslotSplit(sp).html(b)
+		htmlNotes(b, "muted", keyslotSplitNotes(sp))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ratelimit-dev/ratelimit/tally"
+	"github.com/ratelimit-dev/ratelimit/words"
 )
 
 // htmlMaxBars bounds the bars of a timeline; longer runs are grouped.
@@ -41,6 +42,10 @@ func loadHeadline(res *tally.Result) string {
 		judged = append(judged, "no check failed")
 		if j := res.Expect; j != nil && !j.NotJudged && res.Faults == nil {
 			judged = append(judged, "the admitted count fits the expectation")
+		} else if j != nil && !j.NotJudged && j.Pass {
+			judged = append(judged, "the fault windows held and the admitted count over the whole run fits the expectation")
+		} else if j != nil && !j.NotJudged {
+			judged = append(judged, "the fault windows held (the admitted count over the whole run is only a warning under --fault)")
 		} else if j != nil && j.NotJudged {
 			judged = append(judged, j.Note)
 		} else if j == nil {
@@ -169,7 +174,7 @@ func loadHTML(b *strings.Builder, res *tally.Result) {
 			diff[k], dlo[k], dhi[k] = obs[k]-exp[k], lo[k]-exp[k], hi[k]-exp[k]
 		}
 		b.WriteString(linePlot{
-			title: "cumulative admitted minus expected, within the tolerance", yLabel: "observed minus expected (requests, cumulative)", xLabels: labels,
+			title: loadDiffTitle(res), yLabel: "observed minus expected (requests, cumulative)", xLabels: labels,
 			series: []lineSeries{{name: "observed minus expected", class: "line-observed", values: diff}},
 			bandLo: dlo, bandHi: dhi, band: band, symmetric: true, ints: true, height: 200,
 		}.svg())
@@ -185,6 +190,7 @@ func loadHTML(b *strings.Builder, res *tally.Result) {
 	}{
 		{"p50", func(l tally.Latency) float64 { return l.P50 }},
 		{"p90", func(l tally.Latency) float64 { return l.P90 }},
+		{"p95", func(l tally.Latency) float64 { return l.P95 }},
 		{"p99", func(l tally.Latency) float64 { return l.P99 }},
 		{"max", func(l tally.Latency) float64 { return l.Max }},
 	} {
@@ -230,18 +236,19 @@ func loadHTML(b *strings.Builder, res *tally.Result) {
 	// Header checks.
 	b.WriteString("<h3>Header checks</h3>\n")
 	if why := res.Headers.NotRecorded; why != "" {
-		fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc("skipped: "+why))
+		fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(loadHeadersSkipped(why)))
 	}
-	loadHeaderChecks(res).html(b)
-	h := res.Headers
-	var hnotes []string
-	if h.PolicyValue != "" {
-		hnotes = append(hnotes, "RateLimit-Policy seen: "+h.PolicyValue)
+	if res.Headers.NotRecorded == "" {
+		loadHeaderFields(res).html(b)
+		if notes := loadHeaderNotes(res); len(notes) > 0 {
+			b.WriteString("<ul class=\"muted\">\n")
+			for _, n := range notes {
+				b.WriteString("<li>" + n.forHTML() + "</li>\n")
+			}
+			b.WriteString("</ul>\n")
+		}
+		loadHeaderChecks(res).html(b)
 	}
-	if h.Legacy > 0 {
-		hnotes = append(hnotes, fmt.Sprintf("legacy %s* headers on %s of responses", h.LegacyName, loadShare(h.Legacy, h.Responses)))
-	}
-	htmlNotes(b, "muted", hnotes)
 
 	// Thresholds and the verdict on the admitted count.
 	if len(res.Thresholds) > 0 {
@@ -260,15 +267,7 @@ func loadHTML(b *strings.Builder, res *tally.Result) {
 			fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(j.Tol.Explain(j.Tolerance)))
 		}
 		if len(j.Readings) > 0 {
-			var rrows [][]string
-			for _, r := range j.Readings {
-				fit := `<span class="badge skip">does not fit</span>`
-				if r.Fits {
-					fit = `<span class="badge pass">FITS</span>`
-				}
-				rrows = append(rrows, []string{esc(r.Description), strconv.FormatInt(r.Expected, 10), "±" + strconv.FormatInt(r.Tolerance, 10), fit})
-			}
-			htmlTable(b, []string{"reading of RateLimit-Policy", "expected", "tolerance", "observed " + strconv.FormatInt(j.Observed, 10)}, rrows, 1, 2)
+			loadReadings(j).html(b)
 		}
 		if j.Note != "" {
 			fmt.Fprintf(b, "<p>%s</p>\n", esc(j.Note))
@@ -278,14 +277,12 @@ func loadHTML(b *strings.Builder, res *tally.Result) {
 		loadFaultHTML(b, res.Faults)
 	}
 	b.WriteString("<h3>Load generator</h3>\n")
-	switch {
-	case res.Generator.FellBehind:
-		b.WriteString("<p class=\"warn\"><strong>The generator fell behind</strong> (its own limit, not the target's):</p>\n")
-		htmlNotes(b, "", res.Generator.Reasons)
-	case res.Recorded():
-		fmt.Fprintf(b, "<p>%s</p>\n", esc(loadRecordedGenerator(res)))
-	default:
-		fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("kept up: nothing dropped, scheduling lateness p99 %s ms", loadNum(res.Lateness.P99))))
+	head, reasons := loadGenerator(res)
+	if len(reasons) > 0 {
+		fmt.Fprintf(b, "<p class=\"warn\"><strong>%s</strong>:</p>\n", esc(head))
+		htmlNotes(b, "", reasons)
+	} else {
+		fmt.Fprintf(b, "<p>%s</p>\n", esc(head))
 	}
 }
 
@@ -334,7 +331,7 @@ func loadHistogramChart(res *tally.Result) string {
 			if n > 0 {
 				value = strconv.FormatInt(n, 10)
 			}
-			grp.bars = append(grp.bars, bar{title: fmt.Sprintf("%s: %d requests at most %s ms", s.name, n, tickLabel(le)), segs: []seg{{float64(n), s.class}}, value: value})
+			grp.bars = append(grp.bars, bar{title: s.name + ": " + loadBucketTitle(n, bounds, i), segs: []seg{{float64(n), s.class}}, value: value})
 		}
 		chart.groups = append(chart.groups, grp)
 	}
@@ -344,6 +341,33 @@ func loadHistogramChart(res *tally.Result) string {
 		}
 	}
 	return chart.svg()
+}
+
+// loadDiffTitle names the chart of the observed count's distance from the
+// expectation as the verdict on the count reads: within the tolerance or
+// not (and then whether that fails the run or is a warning under faults).
+func loadDiffTitle(res *tally.Result) string {
+	const t = "cumulative admitted minus expected"
+	switch j := res.Expect; {
+	case j.Pass:
+		return t + ": the count ends within the tolerance"
+	case res.Faults != nil:
+		return t + ": the count ends outside the tolerance (a warning under --fault)"
+	}
+	return t + ": the count ends outside the tolerance (the count fails)"
+}
+
+// loadBucketTitle says what bucket i of the histogram counted: "1 request
+// over 0.2 ms and at most 0.3 ms", "no request at most 0.1 ms".
+func loadBucketTitle(n int64, bounds []float64, i int) string {
+	count := "no request"
+	if n > 0 {
+		count = words.Commas(n) + " " + words.Plural(n, "request", "requests")
+	}
+	if i == 0 {
+		return fmt.Sprintf("%s at most %s ms", count, tickLabel(bounds[i]))
+	}
+	return fmt.Sprintf("%s over %s ms and at most %s ms", count, tickLabel(bounds[i-1]), tickLabel(bounds[i]))
 }
 
 // loadIdentities is how the run told identities apart: "3 identities",

@@ -48,7 +48,7 @@ func TestEvalJUnitMixedShape(t *testing.T) {
 	if err := Render(&b, "text", res, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "FAIL  reply-shape") || !strings.Contains(b.String(), "verdict: FAIL") {
+	if !strings.Contains(b.String(), "reply-shape  FAIL") || !strings.Contains(b.String(), "verdict: FAIL") {
 		t.Errorf("text of mixed replies:\n%s", b.String())
 	}
 }

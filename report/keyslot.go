@@ -113,6 +113,127 @@ func keyslotKeys(res cluster.Result, n int) table {
 	return t
 }
 
+// keyslotGroups is the table of the groups of keys used together: the
+// result, the keys, their slots (for a CROSSSLOT group, which keys hash to
+// each), where the group was given and the fix.
+func keyslotGroups(res cluster.Result) table {
+	t := table{headers: []string{"result", "keys", "slots", "where", "fix"}}
+	for _, g := range res.Groups {
+		result, slots, fix := verdictCell(true, ""), "no keys", ""
+		if len(g.Slots) == 1 {
+			slots = strconv.Itoa(g.Slots[0])
+		}
+		if g.Crossslot {
+			result, fix = verdictCell(false, "CROSSSLOT"), g.Fix
+			parts := make([]string, len(g.BySlot))
+			for i, sk := range g.BySlot {
+				parts[i] = fmt.Sprintf("%d (%s): %s", sk.Slot, ksHashed(sk.Tag, sk.Tag != ""), ksKeys(sk.Keys))
+			}
+			slots = strings.Join(parts, "; ")
+			if len(parts) == 0 { // a document without by_slot
+				nums := make([]string, len(g.Slots))
+				for i, sl := range g.Slots {
+					nums[i] = strconv.Itoa(sl)
+				}
+				slots = strings.Join(nums, ", ")
+			}
+		}
+		where := ""
+		if g.File != "" {
+			where = fmt.Sprintf("%s:%d", g.File, g.Line)
+		}
+		t.rows = append(t.rows, []cell{result, keysCell(g.Keys), textCell(slots), textCell(where), textCell(fix)})
+	}
+	return t
+}
+
+// keyslotScripts is the table of the linted scripts.
+func keyslotScripts(res cluster.Result) table {
+	t := table{headers: []string{"result", "script", "calls", "findings"}}
+	for _, sc := range res.Scripts {
+		t.rows = append(t.rows, []cell{verdictCell(len(sc.Findings) == 0, ""), codeCell(sc.File),
+			textCell(countNoun(sc.Calls, "redis call", "redis calls")), textCell(countNoun(len(sc.Findings), "finding", "findings"))})
+	}
+	return t
+}
+
+// keyslotFindings is the table of the lint's findings.
+func keyslotFindings(res cluster.Result) table {
+	t := table{headers: []string{"where", "expression", "finding"}}
+	for _, f := range res.Findings {
+		t.rows = append(t.rows, []cell{codeCell(fmt.Sprintf("%s:%d", f.File, f.Line)), codeCell(f.Expr), textCell(f.Message())})
+	}
+	return t
+}
+
+// keyslotSpreadLine is the spread's summary.
+func keyslotSpreadLine(sp *cluster.Spread) string {
+	return fmt.Sprintf("%s on %d of %d slots; busiest slot %d holds %s (%s)",
+		countNoun(int(sp.Keys), "key", "keys"), sp.SlotsUsed, cluster.Slots, sp.BusiestSlot, countNoun(int(sp.BusiestSlotKeys), "key", "keys"), pct(sp.BusiestSlotShare))
+}
+
+// keyslotPrimaries is the table of keys per primary.
+func keyslotPrimaries(ps []cluster.Primary) table {
+	t := table{headers: []string{"primary", "slots", "keys", "share"}, right: []int{1, 2, 3}}
+	for _, p := range ps {
+		t.rows = append(t.rows, textCells(p.Node, strconv.Itoa(p.Slots), strconv.FormatInt(p.Keys, 10), pct(p.Share)))
+	}
+	return t
+}
+
+// keyslotSplitTitle heads the split of a hot key (key as the format shows it).
+func keyslotSplitTitle(sp *cluster.Split, key string) string {
+	title := fmt.Sprintf("Split of %s into %d sub-keys, each carrying %s of the rate", key, sp.Into, sp.Share)
+	if sp.Rate != "" {
+		title += " (" + sp.Rate + " in all)"
+	}
+	return title
+}
+
+// keyslotSplit is the table of a split's sub-keys: slot, the node serving
+// it (live) or the default range it falls in (offline), the rate.
+func keyslotSplit(sp *cluster.Split) table {
+	t := table{headers: []string{"sub-key", "hashed", "slot"}, right: []int{2}}
+	live := len(sp.SubKeys) > 0 && sp.SubKeys[0].Node != ""
+	assumed := len(sp.SubKeys) > 0 && sp.SubKeys[0].Range != ""
+	if live {
+		t.headers = append(t.headers, "node")
+	}
+	if assumed {
+		t.headers = append(t.headers, "default range")
+	}
+	if sp.Rate != "" {
+		t.right = append(t.right, len(t.headers))
+		t.headers = append(t.headers, "rate")
+	}
+	for _, sk := range sp.SubKeys {
+		hashed := textCell("whole key")
+		if _, tagged := cluster.Tag(sk.Key); tagged {
+			hashed = cell{prefix: "tag ", text: sk.Tag, kind: cellKey}
+		}
+		row := []cell{keyCell(sk.Key), hashed, textCell(strconv.Itoa(sk.Slot))}
+		if live {
+			row = append(row, textCell(sk.Node))
+		}
+		if assumed {
+			row = append(row, textCell(sk.Range))
+		}
+		if sp.Rate != "" {
+			row = append(row, textCell(sk.Rate))
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+// keyslotSplitNotes are the notes under a split.
+func keyslotSplitNotes(sp *cluster.Split) []string {
+	if len(sp.Notes) == 0 && sp.Note != "" { // a document written before notes
+		return []string{sp.Note}
+	}
+	return sp.Notes
+}
+
 // KeyslotText renders a keyslot result as text: the server (or that slots
 // were computed offline), the keys with their slots and nodes, the groups,
 // the linted scripts, the spread, the split and the verdict.
@@ -147,49 +268,20 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 	}
 	if len(res.Groups) > 0 {
 		b.WriteString("\n" + st.Title.Render("Groups (keys used together must share a slot)") + "\n")
-		for _, g := range res.Groups {
-			where := ""
-			if g.File != "" {
-				where = st.Dim.Render(fmt.Sprintf("  (%s:%d)", Printable(g.File), g.Line))
-			}
-			if !g.Crossslot {
-				slot := "no keys"
-				if len(g.Slots) == 1 {
-					slot = "slot " + strconv.Itoa(g.Slots[0])
-				}
-				fmt.Fprintf(&b, "%s  %s  %s%s\n", st.Verdict(true), ksKeys(g.Keys), slot, where)
-				continue
-			}
-			fmt.Fprintf(&b, "%s  %s  CROSSSLOT: %d slots%s\n", st.Verdict(false), ksKeys(g.Keys), len(g.Slots), where)
-			for _, sk := range g.BySlot {
-				fmt.Fprintf(&b, "      slot %d (%s): %s\n", sk.Slot, ksHashed(sk.Tag, sk.Tag != ""), ksKeys(sk.Keys))
-			}
-			fmt.Fprintf(&b, "      fix: %s\n", Printable(g.Fix))
-		}
+		b.WriteString(keyslotGroups(res).text(st))
 	}
 	if len(res.Scripts) > 0 {
 		b.WriteString("\n" + st.Title.Render("Scripts (key arguments must come from KEYS)") + "\n")
-		for _, s := range res.Scripts {
-			if len(s.Findings) == 0 {
-				fmt.Fprintf(&b, "%s  %s  %s\n", st.Verdict(true), Printable(s.File), countNoun(s.Calls, "redis call", "redis calls"))
-				continue
-			}
-			fmt.Fprintf(&b, "%s  %s  %s in %s\n", st.Verdict(false), Printable(s.File), countNoun(len(s.Findings), "finding", "findings"), countNoun(s.Calls, "redis call", "redis calls"))
-			for _, f := range s.Findings {
-				fmt.Fprintf(&b, "      %s:%d: %s\n", Printable(f.File), f.Line, Printable(f.Message()))
-			}
+		b.WriteString(keyslotScripts(res).text(st))
+		if len(res.Findings) > 0 {
+			b.WriteString(keyslotFindings(res).text(st))
 		}
 	}
 	if sp := res.Spread; sp != nil {
 		b.WriteString("\n" + st.Title.Render(fmt.Sprintf("Spread of %s over %d-%d", Printable(sp.Template), sp.From, sp.To)) + "\n")
-		fmt.Fprintf(&b, "%d keys on %d of %d slots; busiest slot %d holds %d keys (%s)\n",
-			sp.Keys, sp.SlotsUsed, cluster.Slots, sp.BusiestSlot, sp.BusiestSlotKeys, pct(sp.BusiestSlotShare))
+		b.WriteString(keyslotSpreadLine(sp) + "\n")
 		if len(sp.Primaries) > 0 {
-			rows := make([][]string, len(sp.Primaries))
-			for i, p := range sp.Primaries {
-				rows[i] = []string{Printable(p.Node), strconv.Itoa(p.Slots), strconv.FormatInt(p.Keys, 10), pct(p.Share)}
-			}
-			b.WriteString(Table([]string{"primary", "slots", "keys", "share"}, rows, st, 1, 2, 3))
+			b.WriteString(keyslotPrimaries(sp.Primaries).text(st))
 			if sp.BusiestPrimary != "" {
 				fmt.Fprintf(&b, "busiest primary: %s with %s of the keys\n", Printable(sp.BusiestPrimary), pct(sp.BusiestShare))
 			}
@@ -199,46 +291,9 @@ func KeyslotText(w io.Writer, res cluster.Result, o Options) error {
 		}
 	}
 	if sp := res.Split; sp != nil {
-		title := fmt.Sprintf("Split of %s into %d sub-keys, each carrying %s of the rate", ksKey(sp.Key), sp.Into, Printable(sp.Share))
-		if sp.Rate != "" {
-			title += " (" + Printable(sp.Rate) + " in all)"
-		}
-		b.WriteString("\n" + st.Title.Render(title) + "\n")
-		headers := []string{"sub-key", "hashed", "slot"}
-		live := len(sp.SubKeys) > 0 && sp.SubKeys[0].Node != ""
-		assumed := len(sp.SubKeys) > 0 && sp.SubKeys[0].Range != ""
-		if live {
-			headers = append(headers, "node")
-		}
-		if assumed {
-			headers = append(headers, "default range")
-		}
-		right := []int{2}
-		if sp.Rate != "" {
-			right = append(right, len(headers))
-			headers = append(headers, "rate")
-		}
-		rows := make([][]string, len(sp.SubKeys))
-		for i, s := range sp.SubKeys {
-			_, tagged := cluster.Tag(s.Key)
-			row := []string{ksKey(s.Key), ksHashed(s.Tag, tagged), strconv.Itoa(s.Slot)}
-			if live {
-				row = append(row, Printable(s.Node))
-			}
-			if assumed {
-				row = append(row, Printable(s.Range))
-			}
-			if sp.Rate != "" {
-				row = append(row, Printable(s.Rate))
-			}
-			rows[i] = row
-		}
-		b.WriteString(Table(headers, rows, st, right...))
-		notes := sp.Notes
-		if len(notes) == 0 && sp.Note != "" { // a document written before notes
-			notes = []string{sp.Note}
-		}
-		for _, n := range notes {
+		b.WriteString("\n" + st.Title.Render(Printable(keyslotSplitTitle(sp, ksKey(sp.Key)))) + "\n")
+		b.WriteString(keyslotSplit(sp).text(st))
+		for _, n := range keyslotSplitNotes(sp) {
 			b.WriteString(st.Dim.Render("note: "+Printable(n)) + "\n")
 		}
 	}

@@ -43,6 +43,7 @@ type kind[T any] struct {
 // kindInfo is a kind with its type erased, as the registry holds it.
 type kindInfo struct {
 	name     string
+	order    int // place in the registration list (kinds.go)
 	versions []int
 	typ      reflect.Type
 	decode   func(version int, data []byte) (any, error)
@@ -105,6 +106,7 @@ func newRegistry(kinds ...kindInfo) registry {
 	r := registry{}
 	for i := range kinds {
 		k := kinds[i]
+		k.order = i
 		if _, dup := r[k.name]; dup {
 			panic("report: kind " + k.name + " registered twice")
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/tally"
 )
@@ -42,13 +43,20 @@ func LoadText(w io.Writer, res *tally.Result, o Options) error {
 	b.WriteString(loadLatencies(res).text(st))
 	b.WriteString("\n")
 
-	b.WriteString(loadTimelineTable(res, st))
-	b.WriteString("\n")
+	if tl := loadTimeline(res); len(tl.rows) > 0 {
+		b.WriteString(tl.text(st))
+		b.WriteString("\n")
+	}
 
 	if why := res.Headers.NotRecorded; why != "" {
-		b.WriteString(st.Dim.Render("header checks skipped: "+Printable(why)) + "\n")
+		b.WriteString(st.Dim.Render(Printable(loadHeadersSkipped(why))) + "\n")
 	} else {
-		b.WriteString(loadHeadersTable(res.Headers, res.RateLimited, st))
+		b.WriteString(loadHeaderFields(res).text(st))
+		for _, n := range loadHeaderNotes(res) {
+			b.WriteString(n.forText(st) + "\n")
+		}
+		b.WriteString("\n")
+		b.WriteString(loadHeaderChecks(res).text(st))
 	}
 	b.WriteString("\n")
 
@@ -71,12 +79,8 @@ func LoadText(w io.Writer, res *tally.Result, o Options) error {
 		if j.Description != "" {
 			fmt.Fprintf(&b, "  %s\n", st.Dim.Render(j.Tol.Explain(j.Tolerance)))
 		}
-		for _, r := range j.Readings {
-			fit := "does not fit"
-			if r.Fits {
-				fit = "fits"
-			}
-			fmt.Fprintf(&b, "  reading %-42s expects %d ±%d: %s\n", Printable(r.Description), r.Expected, r.Tolerance, fit)
+		if len(j.Readings) > 0 {
+			b.WriteString(loadReadings(j).text(st))
 		}
 		if j.Note != "" && j.Description != "" {
 			fmt.Fprintf(&b, "  %s\n", Printable(j.Note))
@@ -88,27 +92,26 @@ func LoadText(w io.Writer, res *tally.Result, o Options) error {
 	}
 
 	b.WriteString("\n")
-	switch {
-	case res.Generator.FellBehind:
-		b.WriteString(st.Warn.Render("generator fell behind (this is the load generator's limit, not the target's):") + "\n")
-		for _, r := range res.Generator.Reasons {
+	head, reasons := loadGenerator(res)
+	if len(reasons) > 0 {
+		b.WriteString(st.Warn.Render(Printable(head)+":") + "\n")
+		for _, r := range reasons {
 			b.WriteString("  - " + Printable(r) + "\n")
 		}
-	case res.Recorded():
-		b.WriteString("generator: " + Printable(loadRecordedGenerator(res)) + "\n")
-	default:
-		fmt.Fprintf(&b, "generator kept up: nothing dropped, lateness p99 %s\n", Latency(res.Lateness.P99))
+	} else {
+		b.WriteString(Printable(head) + "\n")
 	}
+	// the verdict first (what failed), then the counts and what must
+	// not pass unnoticed
+	counts, warn := loadSummary(res)
 	switch res.Verdict {
 	case "pass":
-		b.WriteString(st.Verdict(true))
+		b.WriteString(st.Verdict(true) + ": " + counts)
 	case "fail":
-		b.WriteString(st.Verdict(false))
+		b.WriteString(st.Verdict(false) + ": " + Printable(loadFailure(res)) + "\n  " + counts)
 	default:
-		b.WriteString(st.Warn.Render("INTERRUPTED: no verdict"))
+		b.WriteString(st.Warn.Render("INTERRUPTED: no verdict") + ": " + counts)
 	}
-	counts, warn := loadSummary(res)
-	b.WriteString(": " + counts)
 	if warn != "" {
 		b.WriteString("; " + st.Warn.Render(warn))
 	}
@@ -116,11 +119,6 @@ func LoadText(w io.Writer, res *tally.Result, o Options) error {
 		b.WriteString("; note: " + Printable(n))
 	}
 	b.WriteString("\n")
-	if res.Verdict == "fail" {
-		for _, m := range res.VerdictMessages {
-			b.WriteString("  - " + Printable(m) + "\n")
-		}
-	}
 
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -312,13 +310,82 @@ func loadCheckMessage(c judge.ThresholdCheck) string {
 	return fmt.Sprintf("threshold %s: %s > %s", c.Name, c.Actual, c.Limit) // before messages were kept
 }
 
+// loadFailure is a failed run's headline: the failed checks' messages,
+// the verdict's own words before any count.
+func loadFailure(res *tally.Result) string {
+	if len(res.VerdictMessages) > 0 {
+		return strings.Join(res.VerdictMessages, "; ")
+	}
+	if f := doc.Failures(res.CheckList()); len(f) > 0 {
+		return strings.Join(f, "; ")
+	}
+	return "the run failed"
+}
+
+// loadTargetSlow reports whether iterations were dropped because every VU
+// was busy waiting on a slow target (tally.Result.TargetSlow): the
+// target's latency, not the generator, held the rate back.
+func loadTargetSlow(res *tally.Result) bool { return res.TargetSlow() }
+
+// loadGeneratorBehind reports whether the generator itself fell behind:
+// iterations dropped for lateness, dropped for want of a VU while the
+// target was not slow, or a reason that is not the VUs being busy (each
+// producer says "VU" in that one: all N VUs were busy, no VU was free).
+func loadGeneratorBehind(res *tally.Result) bool {
+	if !res.Generator.FellBehind {
+		return false
+	}
+	if res.DroppedLate > 0 || !loadTargetSlow(res) {
+		return true
+	}
+	for _, r := range res.Generator.Reasons {
+		if !strings.Contains(r, "VU") {
+			return true
+		}
+	}
+	return false
+}
+
+// loadDropCause names why iterations were dropped or late: the target
+// being slow (every VU was busy waiting on it), the generator's own limit,
+// or both.
+func loadDropCause(res *tally.Result) string {
+	slow, behind := loadTargetSlow(res), loadGeneratorBehind(res)
+	switch {
+	case slow && behind:
+		return "the target is slow (every VU was busy waiting on it) and the generator fell behind"
+	case slow:
+		return "the target is slow: every VU was busy waiting on it (the target's latency, not the generator's limit)"
+	}
+	return "the generator fell behind (the load generator's limit, not the target's)"
+}
+
+// loadGenerator is the generator section: a headline and the reasons
+// behind it (none when it kept up).
+func loadGenerator(res *tally.Result) (head string, reasons []string) {
+	switch {
+	case res.Generator.FellBehind:
+		return loadDropCause(res), res.Generator.Reasons
+	case res.Recorded():
+		return "generator: " + loadRecordedGenerator(res), nil
+	}
+	return fmt.Sprintf("generator kept up: nothing dropped, lateness p99 %s", Latency(res.Lateness.P99)), nil
+}
+
 // loadSummary is the verdict line's tail: the counts that matter, and what
-// must not pass unnoticed (iterations dropped, a run aborted).
+// must not pass unnoticed (iterations dropped and why, a run aborted).
 func loadSummary(res *tally.Result) (counts, warn string) {
 	counts = fmt.Sprintf("%s sent, %d allowed, %d refused, %d failed", countNoun(int(res.Sent), "request", "requests"), res.Allowed, res.RateLimited, res.Failed)
 	var w []string
 	if res.Dropped > 0 {
-		w = append(w, fmt.Sprintf("%d of %d iterations DROPPED (%d no idle VU, %d late): the generator fell behind", res.Dropped, res.Planned, res.DroppedNoVU, res.DroppedLate))
+		why := "the generator fell behind"
+		switch slow, behind := loadTargetSlow(res), loadGeneratorBehind(res); {
+		case slow && behind:
+			why = "the target is slow and the generator fell behind"
+		case slow:
+			why = "the target is slow (every VU was busy)"
+		}
+		w = append(w, fmt.Sprintf("%d of %d iterations DROPPED (%d no idle VU, %d late): %s", res.Dropped, res.Planned, res.DroppedNoVU, res.DroppedLate, why))
 	} else {
 		counts += ", 0 dropped"
 	}
@@ -360,11 +427,12 @@ func loadFailedLine(res *tally.Result) string {
 	return s
 }
 
-// loadTimelineTable shows counts per status by the second of the send, grouped
-// into buckets of several seconds for long runs.
-func loadTimelineTable(res *tally.Result, st Styles) string {
+// loadTimeline is the counts per status by the second of the send,
+// grouped into buckets of several seconds for long runs, with the faults
+// in force in each when the run had any.
+func loadTimeline(res *tally.Result) table {
 	if len(res.Timeline) == 0 {
-		return ""
+		return table{}
 	}
 	cols := map[string]bool{}
 	for _, s := range res.Timeline {
@@ -378,36 +446,38 @@ func loadTimelineTable(res *tally.Result, st Styles) string {
 	}
 	sort.Strings(keys) // "error" sorts after the numeric codes
 	step := (len(res.Timeline) + loadMaxTimelineRows - 1) / loadMaxTimelineRows
-	headers := append([]string{"second"}, printables(keys)...)
+	t := table{headers: append([]string{"second"}, keys...)}
+	for i := range keys {
+		t.right = append(t.right, i+1)
+	}
 	marks := loadFaultMarks(res)
 	if marks != nil {
-		headers = append(headers, "fault")
+		t.headers = append(t.headers, "fault")
 	}
-	var rows [][]string
 	for i := 0; i < len(res.Timeline); i += step {
 		end := min(i+step, len(res.Timeline))
 		label := strconv.Itoa(i)
 		if end-i > 1 {
 			label = fmt.Sprintf("%d-%d", i, end-1)
 		}
-		row := []string{label}
+		row := []cell{textCell(label)}
 		for _, k := range keys {
 			var n int64
 			for _, s := range res.Timeline[i:end] {
 				n += s.Status[k]
 			}
-			row = append(row, strconv.FormatInt(n, 10))
+			row = append(row, textCell(strconv.FormatInt(n, 10)))
 		}
 		if marks != nil {
-			row = append(row, Printable(marks(float64(i), float64(end))))
+			mark := textCell("")
+			if m := marks(float64(i), float64(end)); m != "" {
+				mark = codeCell(m)
+			}
+			row = append(row, mark)
 		}
-		rows = append(rows, row)
+		t.rows = append(t.rows, row)
 	}
-	right := make([]int, len(keys))
-	for i := range right {
-		right[i] = i + 1
-	}
-	return Table(headers, rows, st, right...)
+	return t
 }
 
 func loadShare(n, of int64) string {
@@ -417,28 +487,54 @@ func loadShare(n, of int64) string {
 	return fmt.Sprintf("%d (%s)", n, pct(float64(n)/float64(of)))
 }
 
-func loadHeadersTable(h tally.Headers, limited int64, st Styles) string {
-	rows := [][]string{
-		{"RateLimit", loadShare(h.RateLimit.Present, h.Responses), loadShare(h.RateLimit.Valid, h.RateLimit.Present), Printable(h.RateLimit.Example)},
-		{"RateLimit-Policy", loadShare(h.Policy.Present, h.Responses), loadShare(h.Policy.Valid, h.Policy.Present), Printable(h.Policy.Example)},
-		{"Retry-After on 429", loadShare(h.RetryAfter.Present, limited), loadShare(h.RetryAfter.Valid, limited), Printable(h.RetryAfter.Example)},
-	}
-	var b strings.Builder
-	b.WriteString(Table([]string{"header", "present", "valid", "first problem"}, rows, st))
+// loadHeadersSkipped says why no header check ran (a recording without
+// response headers), in the words of the checks themselves.
+func loadHeadersSkipped(why string) string { return "header checks: not checked: " + why }
+
+// loadHeaderFields is the table of the rate limit header fields: on how
+// many responses each was present and valid, and its first problem.
+func loadHeaderFields(res *tally.Result) table {
+	h, limited := res.Headers, res.RateLimited
+	return table{headers: []string{"header", "present", "valid", "first problem"}, rows: [][]cell{
+		textCells("RateLimit", loadShare(h.RateLimit.Present, h.Responses), loadShare(h.RateLimit.Valid, h.RateLimit.Present), h.RateLimit.Example),
+		textCells("RateLimit-Policy", loadShare(h.Policy.Present, h.Responses), loadShare(h.Policy.Valid, h.Policy.Present), h.Policy.Example),
+		textCells("Retry-After on 429", loadShare(h.RetryAfter.Present, limited), loadShare(h.RetryAfter.Valid, limited), h.RetryAfter.Example),
+	}}
+}
+
+// loadHeaderNotes are the lines under the header tables: the policy seen,
+// whether a 429 may be cached, legacy headers.
+func loadHeaderNotes(res *tally.Result) []cell {
+	h, limited := res.Headers, res.RateLimited
+	var out []cell
 	if h.PolicyValue != "" {
-		fmt.Fprintf(&b, "policy: RateLimit-Policy: %s\n", Printable(h.PolicyValue))
+		out = append(out, cell{prefix: "policy: RateLimit-Policy: ", text: h.PolicyValue, kind: cellCode})
 	}
 	if limited > 0 {
 		if h.Storable429 > 0 {
-			b.WriteString(st.Warn.Render(fmt.Sprintf("%s of 429s may be stored by a cache: %s", loadShare(h.Storable429, limited), Printable(h.StorableWhy))) + "\n")
+			out = append(out, warnCell(fmt.Sprintf("%s of 429s may be stored by a cache: %s", loadShare(h.Storable429, limited), h.StorableWhy)))
 		} else {
-			b.WriteString("no 429 may be stored by a cache\n")
+			out = append(out, textCell("no 429 may be stored by a cache"))
 		}
 	}
 	if h.Legacy > 0 {
-		fmt.Fprintf(&b, "legacy %s* headers on %s of responses\n", Printable(h.LegacyName), loadShare(h.Legacy, h.Responses))
+		out = append(out, textCell(fmt.Sprintf("legacy %s* headers on %s of responses", h.LegacyName, loadShare(h.Legacy, h.Responses))))
 	}
-	return b.String()
+	return out
+}
+
+// loadReadings is the table of the readings of RateLimit-Policy the
+// verdict weighed: what each expects and whether the count fits it.
+func loadReadings(j *judge.Judged) table {
+	t := table{headers: []string{"reading of RateLimit-Policy", "expected", "tolerance", "observed " + strconv.FormatInt(j.Observed, 10)}, right: []int{1, 2}}
+	for _, r := range j.Readings {
+		fit := "does not fit"
+		if r.Fits {
+			fit = "fits"
+		}
+		t.rows = append(t.rows, textCells(r.Description, strconv.FormatInt(r.Expected, 10), "±"+strconv.FormatInt(r.Tolerance, 10), fit))
+	}
+	return t
 }
 
 var loadKind = kind[*tally.Result]{

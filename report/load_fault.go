@@ -49,52 +49,38 @@ func loadFaultScope(fr *judge.FaultReport) string {
 	return s + fmt.Sprintf("; baseline p99 %s from due", Latency(fr.BaselineP99Ms))
 }
 
-func loadFaultWord(f judge.FaultResult) (string, bool) {
-	ok := f.Pass && f.RecoverPass
-	if ok {
-		return "PASS", true
+// loadFaultResults is one row per fault: its result (the fault and its
+// recovery held, or not), what happened and the detail.
+func loadFaultResults(fr *judge.FaultReport) table {
+	t := table{headers: []string{"result", "fault"}}
+	for _, f := range fr.Faults {
+		what := f.Line
+		if f.Detail != "" {
+			what += "; " + f.Detail
+		}
+		t.rows = append(t.rows, []cell{verdictCell(f.Pass && f.RecoverPass, ""), textCell(what)})
 	}
-	return "FAIL", false
+	return t
 }
 
 func loadFaultText(b *strings.Builder, fr *judge.FaultReport, st Styles) {
 	b.WriteString("\n" + st.Header.Render("faults") + "\n")
 	b.WriteString(st.Dim.Render(Printable(loadFaultScope(fr))) + "\n")
 	b.WriteString(loadFaultTable(fr).text(st))
-	for _, f := range fr.Faults {
-		word, ok := loadFaultWord(f)
-		if ok {
-			word = st.Pass.Render(word)
-		} else {
-			word = st.Fail.Render(word)
-		}
-		fmt.Fprintf(b, "  %s %s\n", word, Printable(f.Line))
-		if f.Detail != "" {
-			fmt.Fprintf(b, "       %s\n", st.Dim.Render(Printable(f.Detail)))
-		}
-	}
+	b.WriteString(loadFaultResults(fr).text(st))
 }
 
 func loadFaultMarkdown(b *strings.Builder, fr *judge.FaultReport) {
 	b.WriteString("#### Faults\n\n" + md(loadFaultScope(fr)) + "\n\n")
 	loadFaultTable(fr).markdown(b)
-	for _, f := range fr.Faults {
-		word, _ := loadFaultWord(f)
-		fmt.Fprintf(b, "- **%s** %s\n", word, md(f.Line))
-	}
-	b.WriteString("\n")
+	loadFaultResults(fr).markdown(b)
 }
 
 func loadFaultHTML(b *strings.Builder, fr *judge.FaultReport) {
 	b.WriteString("<h3>Faults</h3>\n")
 	fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(loadFaultScope(fr)))
 	loadFaultTable(fr).html(b)
-	b.WriteString("<ul>\n")
-	for _, f := range fr.Faults {
-		_, ok := loadFaultWord(f)
-		fmt.Fprintf(b, "<li>%s %s</li>\n", htmlBadge(ok), esc(f.Line))
-	}
-	b.WriteString("</ul>\n")
+	loadFaultResults(fr).html(b)
 }
 
 // loadFaultShades are the fault windows on the timeline's bars (secs, as

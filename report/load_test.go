@@ -178,7 +178,7 @@ func TestLoadTimelineBuckets(t *testing.T) {
 	for i := range res.Timeline {
 		res.Timeline[i] = tally.Second{Second: i, Status: map[string]int64{"200": 1}}
 	}
-	out := loadTimelineTable(res, NewStyles(&bytes.Buffer{}, Options{}))
+	out := loadTimeline(res).text(NewStyles(&bytes.Buffer{}, Options{}))
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	// 95 seconds in buckets of 4: 24 rows plus the header.
 	if len(lines) != 25 || !strings.HasPrefix(lines[1], "0-3 ") || !strings.HasPrefix(lines[24], "92-94") {

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,33 +23,16 @@ func evalMarkdown(b *strings.Builder, res evaldoc.Result) {
 	evalCalls(res).markdown(b)
 	b.WriteString("**" + md(evalSummary(res)) + "**\n")
 	if c := res.NoTTL; c != nil && len(c.Keys) > 0 {
-		verdict := "**FAIL**"
-		if c.Allowed {
-			verdict = "**PASS** (accepted with --allow-no-ttl)"
-		}
-		fmt.Fprintf(b, "\n%s: %s without a TTL: %s; set a TTL on every write (PEXPIRE in the same script).\n\n",
-			verdict, countNoun(len(c.Keys), "key", "keys"), neverExpires(len(c.Keys)))
-		rows := make([][]string, 0, len(c.Keys))
-		for _, k := range c.Keys {
-			found := "passed in KEYS"
-			if k.Found == "scan" {
-				found = "found by SCAN"
-			}
-			if k.ExistedBefore {
-				found += ", existed before the run"
-			}
-			rows = append(rows, []string{mdCode(k.Key), md(k.Type), md(found)})
-		}
-		mdTable(b, []string{"key", "type", "how it was found"}, rows)
+		line, pass := noTTLHeadline(c)
+		fmt.Fprintf(b, "\n%s: %s; %s.\n\n", mdVerdict(pass), md(line), md(noTTLFix))
+		noTTLKeys(c).markdown(b)
+		b.WriteString(md(noTTLChecked(c)) + "\n\n")
 	} else {
 		b.WriteString("\n")
 	}
 	b.WriteString("Checks:\n\n")
-	var crows [][]string
-	for _, c := range res.CheckList() {
-		crows = append(crows, []string{mdCode(c.ID), mdVerdict(c.Pass), md(c.Message)})
-	}
-	mdTable(b, []string{"check", "result", "message"}, crows)
+	checkTable(res.CheckList()).markdown(b)
+	fmt.Fprintf(b, "Verdict: %s: %s\n", mdVerdict(res.Pass()), md(res.Scope()))
 }
 
 func mdHeaders(hs []string) []string {
@@ -90,23 +72,8 @@ func simulateMarkdown(b *strings.Builder, res evaldoc.SimResult) {
 	}
 	b.WriteString("\n\n")
 	if len(res.PerSecond) > 0 {
-		headers := []string{"seconds"}
-		right := []int{}
-		for i := range min(10, len(res.PerSecond)) {
-			headers = append(headers, "+"+strconv.Itoa(i))
-			right = append(right, i+1)
-		}
-		var rows [][]string
-		for i := 0; i < len(res.PerSecond); i += 10 {
-			end := min(i+10, len(res.PerSecond))
-			row := []string{fmt.Sprintf("%d-%d", i, end-1)}
-			for _, n := range res.PerSecond[i:end] {
-				row = append(row, strconv.Itoa(n))
-			}
-			rows = append(rows, row)
-		}
 		b.WriteString("Admitted per virtual second:\n\n")
-		mdTable(b, headers, rows, right...)
+		simulatePerSecond(res).markdown(b)
 	}
 	if res.Agrees {
 		fmt.Fprintf(b, "Go model: %d admitted, same decisions as the script. **PASS**\n", res.Model)
@@ -117,21 +84,5 @@ func simulateMarkdown(b *strings.Builder, res evaldoc.SimResult) {
 
 func scriptsMarkdown(b *strings.Builder, c evaldoc.Catalog) {
 	b.WriteString("### ratelimit scripts\n\n")
-	headers := []string{"name", "file", "sha1", "what it does"}
-	exported := false
-	for _, s := range c.Scripts {
-		exported = exported || s.Path != ""
-	}
-	if exported {
-		headers = append(headers, "written to")
-	}
-	rows := make([][]string, 0, len(c.Scripts))
-	for _, s := range c.Scripts {
-		row := []string{mdCode(s.Name), mdCode(s.File), mdCode(short(s.SHA1)), md(s.Summary)}
-		if exported {
-			row = append(row, mdCode(s.Path))
-		}
-		rows = append(rows, row)
-	}
-	mdTable(b, headers, rows)
+	scriptsTable(c).markdown(b)
 }

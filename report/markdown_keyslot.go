@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/ratelimit-dev/ratelimit/cluster"
@@ -47,54 +46,23 @@ func keyslotMarkdown(b *strings.Builder, res cluster.Result) {
 	}
 	if len(res.Groups) > 0 {
 		b.WriteString("#### Groups (keys used together must share a slot)\n\n")
-		var rows [][]string
-		for _, g := range res.Groups {
-			where := ""
-			if g.File != "" {
-				where = md(fmt.Sprintf("%s:%d", g.File, g.Line))
-			}
-			slots := make([]string, len(g.Slots))
-			for i, s := range g.Slots {
-				slots[i] = strconv.Itoa(s)
-			}
-			fix := ""
-			if g.Crossslot {
-				fix = md(g.Fix)
-			}
-			result := mdVerdict(!g.Crossslot)
-			if g.Crossslot {
-				result += " CROSSSLOT"
-			}
-			rows = append(rows, []string{result, mdKeys(g.Keys), strings.Join(slots, ", "), where, fix})
-		}
-		mdTable(b, []string{"result", "keys", "slots", "where", "fix"}, rows)
+		keyslotGroups(res).markdown(b)
 	}
 	if len(res.Scripts) > 0 {
 		b.WriteString("#### Scripts (key arguments must come from KEYS)\n\n")
-		var rows [][]string
-		for _, s := range res.Scripts {
-			rows = append(rows, []string{mdVerdict(len(s.Findings) == 0), mdCode(s.File),
-				countNoun(s.Calls, "redis call", "redis calls"), countNoun(len(s.Findings), "finding", "findings")})
-		}
-		mdTable(b, []string{"result", "script", "calls", "findings"}, rows)
+		keyslotScripts(res).markdown(b)
 		if len(res.Findings) > 0 {
-			rows = rows[:0]
-			for _, f := range res.Findings {
-				rows = append(rows, []string{mdCode(fmt.Sprintf("%s:%d", f.File, f.Line)), mdCode(f.Expr), md(f.Message())})
-			}
-			mdTable(b, []string{"where", "expression", "finding"}, rows)
+			keyslotFindings(res).markdown(b)
 		}
 	}
 	if sp := res.Spread; sp != nil {
 		fmt.Fprintf(b, "#### Spread of %s over %d-%d\n\n", mdCode(sp.Template), sp.From, sp.To)
-		fmt.Fprintf(b, "%d keys on %d of %d slots; busiest slot %d holds %d keys (%s)\n\n",
-			sp.Keys, sp.SlotsUsed, cluster.Slots, sp.BusiestSlot, sp.BusiestSlotKeys, md(pct(sp.BusiestSlotShare)))
+		b.WriteString(md(keyslotSpreadLine(sp)) + "\n\n")
 		if len(sp.Primaries) > 0 {
-			rows := make([][]string, len(sp.Primaries))
-			for i, p := range sp.Primaries {
-				rows[i] = []string{md(p.Node), strconv.Itoa(p.Slots), strconv.FormatInt(p.Keys, 10), md(pct(p.Share))}
+			keyslotPrimaries(sp.Primaries).markdown(b)
+			if sp.BusiestPrimary != "" {
+				fmt.Fprintf(b, "busiest primary: %s with %s of the keys\n\n", md(sp.BusiestPrimary), md(pct(sp.BusiestShare)))
 			}
-			mdTable(b, []string{"primary", "slots", "keys", "share"}, rows, 1, 2, 3)
 		}
 		for _, w := range sp.Warnings {
 			b.WriteString("- warning: " + md(w) + "\n")
@@ -104,39 +72,15 @@ func keyslotMarkdown(b *strings.Builder, res cluster.Result) {
 		}
 	}
 	if sp := res.Split; sp != nil {
-		title := fmt.Sprintf("Split of %s into %d sub-keys, each carrying %s of the rate", mdCode(sp.Key), sp.Into, md(sp.Share))
-		if sp.Rate != "" {
-			title += " (" + md(sp.Rate) + " in all)"
-		}
+		title := keyslotSplitTitle(&cluster.Split{Into: sp.Into, Share: md(sp.Share), Rate: md(sp.Rate)}, mdCode(sp.Key))
 		b.WriteString("#### " + title + "\n\n")
-		where := "node"
-		if len(sp.SubKeys) > 0 && sp.SubKeys[0].Node == "" {
-			where = "default range"
-		}
-		var rows [][]string
-		for _, s := range sp.SubKeys {
-			place := s.Node
-			if place == "" {
-				place = s.Range
-			}
-			row := []string{mdCode(s.Key), strconv.Itoa(s.Slot), md(place)}
-			if sp.Rate != "" {
-				row = append(row, md(s.Rate))
-			}
-			rows = append(rows, row)
-		}
-		headers := []string{"sub-key", "slot", where}
-		if sp.Rate != "" {
-			headers = append(headers, "rate")
-		}
-		mdTable(b, headers, rows, 1, 3)
-		notes := sp.Notes
-		if len(notes) == 0 && sp.Note != "" { // a document written before notes
-			notes = []string{sp.Note}
-		}
+		keyslotSplit(sp).markdown(b)
+		notes := keyslotSplitNotes(sp)
 		for _, n := range notes {
 			b.WriteString("- note: " + md(n) + "\n")
 		}
-		b.WriteString("\n")
+		if len(notes) > 0 {
+			b.WriteString("\n")
+		}
 	}
 }

@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/ratelimit-dev/ratelimit/tally"
@@ -75,6 +74,10 @@ func loadMarkdown(b *strings.Builder, res *tally.Result) {
 		title += " (recorded by " + md(res.Source) + ")"
 	}
 	fmt.Fprintf(b, "### %s: %s\n\n", title, verdict)
+	// the verdict first (what failed), then the counts
+	if res.Verdict == "fail" {
+		b.WriteString("Failed: " + md(loadFailure(res)) + "\n\n")
+	}
 	counts, warn := loadSummary(res)
 	b.WriteString(md(counts))
 	if warn != "" {
@@ -84,12 +87,6 @@ func loadMarkdown(b *strings.Builder, res *tally.Result) {
 		b.WriteString("; note: " + md(n))
 	}
 	b.WriteString("\n\n")
-	for _, m := range res.VerdictMessages {
-		b.WriteString("- " + md(m) + "\n")
-	}
-	if len(res.VerdictMessages) > 0 {
-		b.WriteString("\n")
-	}
 	fmt.Fprintf(b, "target: %s %s; %s for %s, %d planned, %s\n\n",
 		md(res.Method), mdCode(res.Target), md(res.Rate), secs(res.DurationS), res.Planned, md(loadRunLabel(res)))
 	if line := loadSegmentLine(res); line != "" {
@@ -104,26 +101,23 @@ func loadMarkdown(b *strings.Builder, res *tally.Result) {
 	table{headers: []string{"metric", "value"}, rows: loadMetrics(res)}.markdown(b)
 	loadLatencies(res).markdown(b)
 
-	if secs := loadSeconds(res, 30); len(secs) > 0 {
-		var rows [][]string
-		for _, s := range secs {
-			label := strconv.Itoa(s.from)
-			if s.to != s.from {
-				label = fmt.Sprintf("%d-%d", s.from, s.to)
-			}
-			rows = append(rows, []string{label, strconv.FormatInt(s.admitted, 10), strconv.FormatInt(s.limited, 10), strconv.FormatInt(s.other, 10)})
-		}
+	if tl := loadTimeline(res); len(tl.rows) > 0 {
 		b.WriteString("<details><summary>Timeline (by the second of the send)</summary>\n\n")
-		mdTable(b, []string{"second", "admitted (2xx, 3xx)", "limited (429)", "other (failed)"}, rows, 1, 2, 3)
+		tl.markdown(b)
 		b.WriteString("</details>\n\n")
 	}
 
 	if why := res.Headers.NotRecorded; why != "" {
-		b.WriteString("Header checks skipped: " + md(why) + "\n\n")
-	}
-	loadHeaderChecks(res).markdown(b)
-	if res.Headers.PolicyValue != "" {
-		b.WriteString("RateLimit-Policy seen: " + mdCode(res.Headers.PolicyValue) + "\n\n")
+		b.WriteString(md(loadHeadersSkipped(why)) + "\n\n")
+	} else {
+		loadHeaderFields(res).markdown(b)
+		for _, n := range loadHeaderNotes(res) {
+			b.WriteString("- " + n.forMarkdown() + "\n")
+		}
+		if len(loadHeaderNotes(res)) > 0 {
+			b.WriteString("\n")
+		}
+		loadHeaderChecks(res).markdown(b)
 	}
 
 	if len(res.Thresholds) > 0 {
@@ -143,16 +137,11 @@ func loadMarkdown(b *strings.Builder, res *tally.Result) {
 			word = "**WARN**"
 		}
 		fmt.Fprintf(b, "Verdict on the admitted count%s: %s %s\n\n", under, word, md(j.Line()))
+		if j.Description != "" {
+			b.WriteString(md(j.Tol.Explain(j.Tolerance)) + "\n\n")
+		}
 		if len(j.Readings) > 0 {
-			var rrows [][]string
-			for _, r := range j.Readings {
-				fit := "does not fit"
-				if r.Fits {
-					fit = "**fits**"
-				}
-				rrows = append(rrows, []string{md(r.Description), strconv.FormatInt(r.Expected, 10), "±" + strconv.FormatInt(r.Tolerance, 10), fit})
-			}
-			mdTable(b, []string{"reading of the policy", "expected", "tolerance", "observed " + strconv.FormatInt(j.Observed, 10)}, rrows, 1, 2)
+			loadReadings(j).markdown(b)
 		}
 		if j.Note != "" {
 			b.WriteString("note: " + md(j.Note) + "\n\n")
@@ -161,15 +150,13 @@ func loadMarkdown(b *strings.Builder, res *tally.Result) {
 	if res.Faults != nil {
 		loadFaultMarkdown(b, res.Faults)
 	}
-	switch {
-	case res.Generator.FellBehind:
-		b.WriteString("**The generator fell behind** (the load generator's limit, not the target's):\n\n")
-		for _, r := range res.Generator.Reasons {
+	head, reasons := loadGenerator(res)
+	if len(reasons) > 0 {
+		b.WriteString("**" + md(head) + "**:\n\n")
+		for _, r := range reasons {
 			b.WriteString("- " + md(r) + "\n")
 		}
-	case res.Recorded():
-		b.WriteString("Generator: " + md(loadRecordedGenerator(res)) + ".\n")
-	default:
-		fmt.Fprintf(b, "Generator kept up: nothing dropped, lateness p99 %s.\n", Latency(res.Lateness.P99))
+	} else {
+		b.WriteString(md(head) + "\n")
 	}
 }

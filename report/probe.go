@@ -97,7 +97,53 @@ func probeVerdict(res probe.Result) string {
 	return s
 }
 
-func probeStatusWord(status string) string { return strings.ToUpper(status) }
+// probeStatusCell shows a check's status: PASS, FAIL, WARN or skipped.
+func probeStatusCell(status string) cell {
+	switch status {
+	case probe.Pass:
+		return cell{text: "pass", kind: cellCheck}
+	case probe.Fail:
+		return cell{text: "fail", kind: cellCheck}
+	case probe.Warn:
+		return cell{text: "warn", kind: cellCheck}
+	}
+	return cell{text: "skip", kind: cellCheck}
+}
+
+// probeCard is the report card: one row per check.
+func probeCard(res probe.Result) table {
+	t := table{headers: []string{"check", "result", "finding"}}
+	for _, c := range res.Checks {
+		t.rows = append(t.rows, []cell{codeCell(c.ID), probeStatusCell(c.Status), textCell(c.Message)})
+	}
+	return t
+}
+
+// probeDetail is what a check that did not pass showed and how to fix it.
+type probeDetail struct {
+	status, id string
+	lines      []string // "evidence: ...", "fix: ..."
+}
+
+// probeDetails are the evidence and fix of every check that failed or
+// warned, in the card's order.
+func probeDetails(res probe.Result) []probeDetail {
+	var out []probeDetail
+	for _, c := range res.Checks {
+		if c.Status == probe.Pass || c.Status == probe.Skip {
+			continue
+		}
+		d := probeDetail{status: c.Status, id: c.ID}
+		for _, e := range c.Evidence {
+			d.lines = append(d.lines, "evidence: "+e)
+		}
+		if c.Fix != "" {
+			d.lines = append(d.lines, "fix: "+c.Fix)
+		}
+		out = append(out, d)
+	}
+	return out
+}
 
 // ProbeText writes the report card: one row per check, then the evidence
 // and fix of every check that did not pass, then the verdict.
@@ -106,32 +152,11 @@ func ProbeText(w io.Writer, res probe.Result, o Options) error {
 	var b strings.Builder
 	b.WriteString(st.Title.Render(Printable(probeTitle(res))) + "\n")
 	b.WriteString(st.Dim.Render(Printable(probeScope(res))) + "\n\n")
-	rows := make([][]string, 0, len(res.Checks))
-	for _, c := range res.Checks {
-		word := probeStatusWord(c.Status)
-		switch c.Status {
-		case probe.Pass:
-			word = st.Pass.Render(word)
-		case probe.Fail:
-			word = st.Fail.Render(word)
-		case probe.Warn:
-			word = st.Warn.Render(word)
-		default:
-			word = st.Dim.Render(word)
-		}
-		rows = append(rows, []string{Printable(c.ID), word, Printable(c.Message)})
-	}
-	b.WriteString(Table([]string{"check", "result", "finding"}, rows, st))
-	for _, c := range res.Checks {
-		if c.Status == probe.Pass || c.Status == probe.Skip {
-			continue
-		}
-		fmt.Fprintf(&b, "\n%s %s\n", probeStatusWord(c.Status), Printable(c.ID))
-		for _, e := range c.Evidence {
-			b.WriteString("  evidence: " + Printable(e) + "\n")
-		}
-		if c.Fix != "" {
-			b.WriteString("  fix: " + Printable(c.Fix) + "\n")
+	b.WriteString(probeCard(res).text(st))
+	for _, d := range probeDetails(res) {
+		fmt.Fprintf(&b, "\n%s %s\n", probeStatusCell(d.status).forText(st), Printable(d.id))
+		for _, l := range d.lines {
+			b.WriteString("  " + Printable(l) + "\n")
 		}
 	}
 	fmt.Fprintf(&b, "\nverdict: %s  %s\n", st.Verdict(res.Pass()), Printable(probeVerdict(res)))
@@ -142,23 +167,14 @@ func ProbeText(w io.Writer, res probe.Result, o Options) error {
 func probeMarkdown(b *strings.Builder, res probe.Result) {
 	fmt.Fprintf(b, "### ratelimit probe: %s\n\n", mdVerdict(res.Pass()))
 	fmt.Fprintf(b, "%s %s\n\n%s\n\n", md(res.Method), mdCode(res.Target), md(probeScope(res)))
-	rows := make([][]string, 0, len(res.Checks))
-	for _, c := range res.Checks {
-		word := probeStatusWord(c.Status)
-		if c.Status == probe.Fail || c.Status == probe.Warn {
-			word = "**" + word + "**"
+	probeCard(res).markdown(b)
+	for _, d := range probeDetails(res) {
+		fmt.Fprintf(b, "%s %s\n\n", probeStatusCell(d.status).forMarkdown(), mdCode(d.id))
+		for _, l := range d.lines {
+			b.WriteString("- " + md(l) + "\n")
 		}
-		finding := md(c.Message)
-		if len(c.Evidence) > 0 && c.Status != probe.Pass {
-			finding += "<br>evidence: " + md(strings.Join(c.Evidence, "; "))
-		}
-		fix := ""
-		if c.Status == probe.Fail || c.Status == probe.Warn {
-			fix = md(c.Fix)
-		}
-		rows = append(rows, []string{mdCode(c.ID), word, finding, fix})
+		b.WriteString("\n")
 	}
-	mdTable(b, []string{"check", "result", "finding", "fix"}, rows)
 	fmt.Fprintf(b, "Verdict: **%s**: %s\n", strings.ToUpper(res.Verdict), md(probeVerdict(res)))
 }
 
@@ -184,25 +200,9 @@ func probeHTML(b *strings.Builder, res probe.Result) {
 	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(probeTitle(res)))
 	fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(probeScope(res)))
 	htmlVerdict(b, res.Pass(), probeVerdict(res))
-	rows := make([][]string, 0, len(res.Checks))
-	for _, c := range res.Checks {
-		word := esc(probeStatusWord(c.Status))
-		switch c.Status {
-		case probe.Pass:
-			word = htmlBadge(true)
-		case probe.Fail:
-			word = htmlBadge(false)
-		}
-		finding := esc(c.Message)
-		if c.Status != probe.Pass {
-			for _, e := range c.Evidence {
-				finding += "<br><span class=\"muted\">" + esc("evidence: "+e) + "</span>"
-			}
-			if c.Fix != "" && c.Status != probe.Skip {
-				finding += "<br>" + esc("fix: "+c.Fix)
-			}
-		}
-		rows = append(rows, []string{"<code>" + esc(c.ID) + "</code>", word, finding})
+	probeCard(res).html(b)
+	for _, d := range probeDetails(res) {
+		fmt.Fprintf(b, "<p>%s %s</p>\n", probeStatusCell(d.status).forHTML(), htmlCode(d.id))
+		htmlNotes(b, "muted", d.lines)
 	}
-	htmlTable(b, []string{"check", "result", "finding"}, rows)
 }

@@ -60,7 +60,7 @@ func RaceText(w io.Writer, res racedoc.Result, o Options) error {
 // raceTrials is the table of every strategy and trial.
 func raceTrials(res racedoc.Result) table {
 	t := table{
-		headers: []string{"strategy", "atomic", "trial", "admitted", "over", "in redis", "lost", "retries", "give-ups", "errors", "p50", "p99", "wall"},
+		headers: []string{"strategy", "expected atomic", "trial", "admitted", "over", "in redis", "lost", "retries", "give-ups", "errors", "p50", "p99", "wall"},
 		right:   []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
 	}
 	for _, s := range res.Strategies {

@@ -21,6 +21,7 @@ const (
 	cellWarn                     // text in the warning style
 	cellFlag                     // a value that fails a check
 	cellCheck                    // a check's result: PASS, FAIL, WARN (a failed warning) or skipped
+	cellKeys                     // Redis keys (list), each as cellKey shows one, space-separated
 )
 
 type cell struct {
@@ -28,6 +29,7 @@ type cell struct {
 	text   string
 	kind   cellKind
 	pass   bool
+	list   []string // the keys of a cellKeys
 }
 
 func textCell(s string) cell { return cell{text: s} }
@@ -60,6 +62,17 @@ func checkCell(c doc.Check) cell {
 
 func flagCell(s string) cell { return cell{text: s, kind: cellFlag} }
 
+func keysCell(keys []string) cell { return cell{kind: cellKeys, list: keys} }
+
+// checkTable is the table of a document's checks: id, result, finding.
+func checkTable(cs []doc.Check) table {
+	t := table{headers: []string{"check", "result", "finding"}}
+	for _, c := range cs {
+		t.rows = append(t.rows, []cell{codeCell(c.ID), checkCell(c), textCell(c.Message)})
+	}
+	return t
+}
+
 // textCells makes a row of plain cells.
 func textCells(xs ...string) []cell {
 	out := make([]cell, len(xs))
@@ -86,6 +99,8 @@ func (c cell) textValue(st Styles) string {
 	switch c.kind {
 	case cellKey:
 		return ksKey(c.text)
+	case cellKeys:
+		return ksKeys(c.list)
 	case cellVerdict:
 		return joinNonEmpty(st.Verdict(c.pass), Printable(c.text))
 	case cellDecision:
@@ -113,6 +128,8 @@ func (c cell) markdownValue() string {
 	switch c.kind {
 	case cellCode, cellKey:
 		return mdCode(c.text)
+	case cellKeys:
+		return mdKeys(c.list)
 	case cellVerdict:
 		return joinNonEmpty(mdVerdict(c.pass), md(c.text))
 	case cellDecision:
@@ -140,6 +157,12 @@ func (c cell) htmlValue() string {
 		return htmlCode(c.text)
 	case cellKey:
 		return htmlCode(ksKey(c.text))
+	case cellKeys:
+		out := make([]string, len(c.list))
+		for i, k := range c.list {
+			out[i] = htmlCode(ksKey(k))
+		}
+		return strings.Join(out, " ")
 	case cellVerdict:
 		return joinNonEmpty(htmlBadge(c.pass), esc(c.text))
 	case cellDecision:
@@ -177,7 +200,7 @@ func (t table) text(st Styles) string {
 			rows[i][k] = c.forText(st)
 		}
 	}
-	return Table(t.headers, rows, st, t.right...)
+	return Table(printables(t.headers), rows, st, t.right...)
 }
 
 // markdown draws the table as GFM (mdTable).

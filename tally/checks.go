@@ -40,6 +40,9 @@ func (r *Result) CheckList() []doc.Check {
 		if len(r.Generator.Reasons) > 0 {
 			gen.Message = r.Generator.Reasons[0]
 		}
+		if r.TargetSlow() {
+			gen.Message += "; the target is slow: every VU was busy waiting on it"
+		}
 	}
 	out = append(out, gen)
 	out = append(out, r.headerChecks()...)
@@ -81,6 +84,19 @@ func (r *Result) CheckList() []doc.Check {
 		done.Message = fmt.Sprintf("interrupted after %ss: no verdict", fmtSeconds(r.ElapsedS))
 	}
 	return append(out, done)
+}
+
+// TargetSlow reports whether iterations were dropped because every VU was
+// busy waiting on a slow target rather than because the generator fell
+// behind: no VU was idle when they fell due, and the target's p99 latency
+// at the planned rate keeps at least --max-vus requests in flight
+// (Little's law: in flight = rate x latency). A recording that does not
+// say how many VUs there were is never called slow.
+func (r *Result) TargetSlow() bool {
+	if r.DroppedNoVU == 0 || r.VUs.Max <= 0 {
+		return false
+	}
+	return r.RatePerS*r.Latency.P99/1000 >= float64(r.VUs.Max)
 }
 
 func fmtSeconds(s float64) string {

@@ -151,7 +151,9 @@ type Stats struct {
 
 // Tradeoff is what the mitigation buys and costs, as medians over trials
 // (no-wait minus wait for what it saves, wait minus no-wait for what it
-// costs).
+// costs). ExtraAllowedSaved is ExtraSaved of the two medians: a saving of
+// at most the no-wait median; the legitimate admissions WAIT refused are
+// a cost of their own (RefusedByWait), never added to the saving.
 type Tradeoff struct {
 	LostWritesSaved   float64 `json:"lost_writes_saved"`
 	ExtraAllowedSaved float64 `json:"extra_allowed_saved"`
@@ -159,6 +161,27 @@ type Tradeoff struct {
 	P99CostMs         float64 `json:"p99_cost_ms"`
 	NotDurable        float64 `json:"not_durable"`
 }
+
+// ExtraSaved is the extra admissions WAIT saved, from the variants'
+// medians of extra admissions: the no-wait median's extra admissions less
+// those the wait variant still let through. It is at most the no-wait
+// median: a negative wait median (WAIT refused admissions the model
+// allows) saves nothing more; it is the cost RefusedByWait.
+func ExtraSaved(noWait, wait float64) float64 { return max(noWait, 0) - max(wait, 0) }
+
+// RefusedByWait is the median count of legitimate admissions WAIT
+// refused: how far the wait variant's median of extra admissions is
+// below zero (fewer allowed than the model allows), else 0.
+func RefusedByWait(wait float64) float64 { return max(-wait, 0) }
+
+// Planned is how many decisions a trial was scheduled to make: those a
+// primary answered, those dropped because the client was late and those
+// that got no answer.
+func (t Trial) Planned() int { return t.Decisions + t.Dropped + t.Failed }
+
+// MostlyDropped reports whether a trial dropped at least half of its
+// planned decisions: its counts then cover a minority of the schedule.
+func (t Trial) MostlyDropped() bool { return t.Planned() > 0 && 2*t.Dropped >= t.Planned() }
 
 // Pass reports whether every check passed.
 func (r Result) Pass() bool { return doc.Pass(r.Checks) }
