@@ -147,10 +147,18 @@ func (r Result) Reasons() []string {
 		}
 	}
 	if cross > 0 {
-		out = append(out, fmt.Sprintf("%d of %d groups span slots (CROSSSLOT)", cross, len(r.Groups)))
+		verb := "span"
+		if cross == 1 {
+			verb = "spans"
+		}
+		out = append(out, fmt.Sprintf("%d of %s %s slots (CROSSSLOT)", cross, count(len(r.Groups), "group", "groups"), verb))
 	}
 	if n := len(r.Findings); n > 0 {
-		out = append(out, fmt.Sprintf("%d key arguments in %d scripts do not come from KEYS", n, len(r.Scripts)))
+		verb := "do"
+		if n == 1 {
+			verb = "does"
+		}
+		out = append(out, fmt.Sprintf("%s in %s %s not come from KEYS", count(n, "key argument", "key arguments"), count(len(r.Scripts), "script", "scripts"), verb))
 	}
 	return out
 }

@@ -58,6 +58,11 @@ what each call answers: allowed or not, remaining, how long to wait, the key's
 TTL and the latency. Scripts run with EVALSHA and fall back to EVAL on NOSCRIPT,
 so a SCRIPT FLUSH, restart or failover between calls is harmless.
 
+What eval checks: that every reply reads as a limiter decision (reply shape)
+and that no key is left without a TTL; not that the script limits when calls
+arrive at once. When every call was allowed it says so: 'ratelimit race
+--script FILE' tests limiting under concurrency.
+
 Algorithms and their flags:
   token-bucket    --capacity N --rate R          (new key starts full)
   sliding-window  --limit N --window D           (log of admitted requests)

@@ -99,7 +99,8 @@ group and per linted script) or github (workflow annotations).`,
   ratelimit keyslot 'rl:{user:42}:tb' rl:user:42:tb
 
   # keys from a file (or - for stdin), with nodes, checked against the server
-  ratelimit keyslot -f keys.txt --redis redis://127.0.0.1:7101 --verify
+  # (a cluster node's URL, e.g. the one 'ratelimit sandbox --cluster' printed)
+  ratelimit keyslot -f keys.txt --redis redis://127.0.0.1:PORT --verify
 
   # keys one script call uses must share a slot (exit 1 if not)
   ratelimit keyslot --same-slot 'rl:{user:42}:minute' 'rl:{user:42}:day'

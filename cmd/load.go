@@ -105,12 +105,18 @@ run goes, faults are played on the Redis behind the target, and only there:
                       on a standalone primary with a replica: REPLICAOF NO ONE
                       on the replica, then the primary becomes its replica
   stop:3s@10s, restart@10s   SIGSTOP/SIGCONT, kill and start again: only for
-                      a server this process started (a sandbox it owns)
+                      a server this process started, which load never does
+                      (it starts no sandbox), so from the command line they
+                      are always refused: they serve the test suite; use
+                      pause and drop-clients instead
 Faults go only to --fault-redis, never to a server inferred from the target, and
 only after one line on stderr says what will be done to which server; a host
 other than loopback (or a sandbox) needs --allow-faults-on-remote, decided from
 the URL before anything is dialled. Each fault is undone when it ends, on
-error and on Ctrl-C. The run needs 1s before the first fault (the baseline) and
+error and on Ctrl-C, except failover: the promoted replica stays primary and
+the old primary stays its replica (fail back yourself, e.g. CLUSTER FAILOVER
+on the old primary). Faults at least 1s apart: a fault that starts before
+the previous one's recovery can be judged is refused. The run needs 1s before the first fault (the baseline) and
 1s after the last. It is cut into windows by the due time of each request:
 before, during each fault (at least 1s) and after it; per window the admitted
 count against the --expect model over the same arrivals, 429s, 5xx, errors and
@@ -143,22 +149,24 @@ every arrival for the replay), --duration 168h, --identities 1,000,000,
 --max-vus 100,000, --timeout 1h, a --body file of 16 MiB (a regular file,
 never a FIFO or device). Userinfo in --target (http://user:pw@host/) is sent
 as Basic auth and masked in every output and error.`,
-		Example: `  # against 'ratelimit serve --capacity 10 --rate 5/s'
-  ratelimit load --target http://127.0.0.1:8011/hello --rate 20/s --duration 30s \
+		Example: `  # against 'ratelimit serve --addr 127.0.0.1:0 --capacity 10 --rate 5/s', at the
+  # address its startup line prints (listening on http://127.0.0.1:PORT)
+  ratelimit load --target http://127.0.0.1:PORT/hello --rate 20/s --duration 30s \
     --expect token-bucket:burst=10,rate=5/s
 
-  # read the policy from RateLimit-Policy and say which reading fits
-  RATELIMIT_TARGET=http://127.0.0.1:8011/hello ratelimit load --rate 20/s --expect auto
+  # judge by the policy the target advertises (RateLimit-Policy): the default
+  RATELIMIT_TARGET=http://127.0.0.1:PORT/hello ratelimit load --rate 20/s
 
   # ten API keys, a POST body, JSON for 'ratelimit report'
   ratelimit load --target https://api.example.test/v1/items -X POST \
     -H 'Content-Type: application/json' --body @item.json \
     --identities 10 --identity-header X-API-Key --rate 300/m --duration 2m --out run.json
 
-  # does the service fail open when its Redis stalls for 2s, and recover?
-  ratelimit load --target http://127.0.0.1:8011/hello --rate 100/s --duration 8s \
-    --expect token-bucket:burst=10,rate=5/s --fault pause:2s@3s \
-    --fault-redis redis://127.0.0.1:6390 --during-fault open --recover-within 2s`,
+  # does the service fail open when its Redis stalls for 2s, and recover? (the
+  # Redis behind the service: the URL 'ratelimit sandbox' printed)
+  ratelimit load --target http://127.0.0.1:PORT/hello --rate 100/s --duration 8s \
+    --expect token-bucket:burst=10,rate=10/s --fault pause:2s@3s \
+    --fault-redis redis://127.0.0.1:REDISPORT --during-fault open --recover-within 2s`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.ctx = c.Context()
@@ -203,11 +211,11 @@ as Basic auth and masked in every output and error.`,
 	fl.StringArrayVar(&opts.Thresholds, "threshold", nil, "check METRIC OP VALUE at the end, e.g. 'p99<50ms', 'dropped==0', 'failed<1%' (repeatable; see above)")
 	fl.StringVar(&opts.Headers429, "headers", load.HeadersFail, "broken rate limit headers (Retry-After on 429s, a cacheable 429, r above q, t beyond the window, limited with a 5xx) fail the run (fail), are reported only (warn), or are not checked (off)")
 	fl.BoolVar(&opts.AbortOnFail, "abort-on-fail", false, "stop the run as soon as a threshold can no longer be met (exit 1)")
-	fl.StringVar(&opts.Segment, "segment", "", "run only execution segment I/N of the plan (I from 0), or k8s: I from $JOB_COMPLETION_INDEX and N from --segments or $RATELIMIT_SEGMENTS; merge the documents with 'ratelimit report merge'")
+	fl.StringVar(&opts.Segment, "segment", "", "run only execution segment I/N of the plan (I from 0), or k8s: I from $JOB_COMPLETION_INDEX and N from --segments or $RATELIMIT_SEGMENTS; merge the documents with 'ratelimit merge'")
 	fl.StringVar(&opts.RunID, "run-id", "", "the run's id, in its identities load-<id>-<n> (default: random; for --segment, derived from the plan and --start-at, so every segment sends the same identities)")
 	fl.IntVar(&opts.Segments, "segments", 0, "N for --segment k8s (default $RATELIMIT_SEGMENTS)")
 	fl.StringVar(&opts.StartAt, "start-at", "", "start the clock at this wall-clock instant: RFC 3339 (2026-12-03T15:00:00Z; what --segment needs) or +D (D from now, e.g. +10s, for a single run)")
-	fl.StringArrayVar(&opts.Faults, "fault", nil, "inject a fault into --fault-redis during the run: pause:3s@10s, pause-write:3s@10s, drop-clients@10s, flush-scripts@10s, failover@10s (a cluster: of --fault-key's primary; a standalone primary: its replica), stop:3s@10s and restart@10s (servers this process started) (repeatable)")
+	fl.StringArrayVar(&opts.Faults, "fault", nil, "inject a fault into --fault-redis during the run: pause:3s@10s, pause-write:3s@10s, drop-clients@10s, flush-scripts@10s, failover@10s (a cluster: of --fault-key's primary; a standalone primary: its replica), stop:3s@10s and restart@10s (only for servers this process started: the test suite; refused from the command line) (repeatable)")
 	fl.StringVar(&opts.FaultRedis, "fault-redis", "", "the Redis behind the target, where --fault goes (never inferred): loopback or a sandbox, else "+fault.AllowRemoteFlag)
 	fl.BoolVar(&opts.AllowRemote, strings.TrimPrefix(fault.AllowRemoteFlag, "--"), false, "let --fault go to a server that is not on loopback")
 	fl.StringVar(&opts.DuringFault, "during-fault", judge.DuringAny, "what the target may do during a fault: open (fail open or unaffected), closed (fail closed or unaffected), unaffected, or any (report only)")

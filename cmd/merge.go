@@ -49,10 +49,11 @@ missing, and its segments check fails (exit 1).
 Output (-o) as load's: text, json (a load document for 'ratelimit report',
 --out FILE too), markdown, junit. Exit codes: 0 pass, 1 a check failed (or
 segments are missing), 2 bad input.`,
-		Example: `  # four segments on one machine, starting together
+		Example: `  # four segments on one machine, starting together, against the address
+  # 'ratelimit serve --addr 127.0.0.1:0' printed
   start=$(date -u -d '+5 sec' +%Y-%m-%dT%H:%M:%SZ)
   for i in 0 1 2 3; do
-    ratelimit load --target http://127.0.0.1:8011/hello --rate 2000/s --duration 60s \
+    ratelimit load --target http://127.0.0.1:PORT/hello --rate 2000/s --duration 60s \
       --segment $i/4 --start-at "$start" --expect token-bucket:burst=10,rate=5/s \
       -o json > seg$i.json &
   done; wait

@@ -101,11 +101,17 @@ cannot be written is exit 2 at once).
 Other outputs: -o markdown (GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY")
 and -o junit (one testcase per strategy; an atomic one that over-admitted is
 a <failure>).`,
-		Example: `  # the default race on a disposable server
+		Example: `  # the default race on the embedded server, whatever else runs here
+  ratelimit race --redis embedded
+
+  # on a real server: the URL 'ratelimit sandbox' printed
   ratelimit race --redis redis://127.0.0.1:PORT
 
-  # 10000 goroutines, as a CI gate with a JSON report
-  ratelimit race --concurrency 10000 --limit 100 -o json --out race.json
+  # 10000 goroutines as a CI gate with a JSON report, against a sandbox
+  # started with room for them:
+  #   ratelimit sandbox --server-arg=--maxclients --server-arg=20000
+  # (about 2 minutes on 2 cores; 10000 connections need --redis-timeout 10s)
+  ratelimit race --redis redis://127.0.0.1:PORT --concurrency 10000 --limit 100 --redis-timeout 10s -o json --out race.json
 
   # the embedded sliding-window script (ARGV: window ms, limit, request id),
   # written by 'ratelimit scripts --export .'

@@ -183,6 +183,11 @@ or Valkey, and the HTTP services in front of them.
 
 Redis is taken from --redis, else REDIS_URL, else redis://localhost:6379/0 if
 something answers there, else an embedded in-process server (miniredis).
+--redis embedded always takes the embedded server, whatever else runs here.
+
+Start with: ratelimit race --redis embedded (the README has one recipe per
+journey: eval and race --script, keyslot, load, probe, load --fault, report
+--from).
 
 Exit codes: 0 ok, 1 a check or verdict failed, 2 usage or bad input,
 3 Redis or the target unreachable, 4 internal error (a bug in ratelimit),
@@ -207,7 +212,8 @@ Exit codes: 0 ok, 1 a check or verdict failed, 2 usage or bad input,
 	pf.BoolVar(&g.NoColor, "no-color", false, "disable colour (NO_COLOR is honoured too)")
 	pf.DurationVar(&g.RedisTimeout, "redis-timeout", g.RedisTimeout, "timeout for dialling and for each Redis command (positive, e.g. 500ms)")
 	addCommands(root, f)
-	root.SetUsageTemplate(withFormats(root.UsageTemplate()))
+	root.SetUsageTemplate(withoutExamples(withFormats(root.UsageTemplate())))
+	root.SetHelpTemplate(helpTemplate)
 	root.Version = version.Get().String()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root
@@ -248,6 +254,25 @@ Output formats (-o, --output): {{.}}{{end}}{{end}}`
 		return tmpl[:i] + line + tmpl[i:]
 	}
 	return strings.TrimRight(tmpl, "\n") + line + "\n"
+}
+
+// helpTemplate is each command's --help: the one-line summary, the
+// examples (so what to type comes first), the long description, then the
+// usage line and the flags.
+const helpTemplate = `{{with .Short}}{{. | trimTrailingWhitespaces}}{{end}}{{if .HasExample}}
+
+Examples:
+{{.Example}}{{end}}{{with .Long}}
+
+{{. | trimTrailingWhitespaces}}{{end}}
+
+{{if or .Runnable .HasSubCommands}}{{.UsageString}}{{end}}`
+
+// withoutExamples removes the examples from a usage template: the help
+// template shows them first.
+func withoutExamples(tmpl string) string {
+	const examples = "{{if .HasExample}}\n\nExamples:\n{{.Example}}{{end}}"
+	return strings.Replace(tmpl, examples, "", 1)
 }
 
 // addCommands registers the subcommands, one line each, and annotates

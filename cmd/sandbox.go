@@ -43,8 +43,9 @@ persistence off and data in a temporary directory, print the URL to pass as
 --redis, and stay in the foreground until Ctrl-C or --duration elapses. Then stop
 exactly the processes it started and remove the directory.
 
-Output (-o): text (the URL on standard output) or json (one startup line:
-url, addrs, cluster, product, dir). There is no markdown or junit output:
+Output (-o): text (the URL on standard output) or json (one indented JSON
+object on several lines, printed once the servers are up: kind, version, url,
+addrs, cluster, product, dir). There is no markdown or junit output:
 sandbox checks nothing and reports no results, it only starts servers. It
 connects to no existing server, so --redis, --redis-timeout and the --tls-*
 flags are refused.
@@ -71,8 +72,11 @@ at the next start.`,
   # room for 'ratelimit race --concurrency 10000'
   ratelimit sandbox --server-arg=--maxclients --server-arg=20000
 
-  # in another terminal
-  ratelimit race --redis redis://127.0.0.1:PORT`,
+  # in another terminal, with the URL the sandbox printed
+  ratelimit race --redis redis://127.0.0.1:PORT
+
+  # a script: start in the background, read the URL from the JSON
+  ratelimit sandbox -o json --duration 10m > sandbox.json &`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.ctx = c.Context()
@@ -103,7 +107,7 @@ at the next start.`,
 	c.Flags().StringArrayVar(&opts.ServerArg, "server-arg", nil, "extra server argument, repeatable (e.g. --server-arg=--maxclients --server-arg=20000); options that break the sandbox are refused")
 	c.Flags().DurationVar(&opts.Timeout, "start-timeout", sandbox.DefaultStartTimeout, "bound on the whole start, cluster formation included")
 	// sandbox has only these formats; its own -o replaces the global one
-	c.Flags().StringVarP(&f.Global.Output, "output", "o", "text", "output format: text (the URL) or json (one startup line)")
+	c.Flags().StringVarP(&f.Global.Output, "output", "o", "text", "output format: text (the URL) or json (one JSON object: url, addrs, cluster, product, dir)")
 	return c
 }
 

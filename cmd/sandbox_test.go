@@ -18,6 +18,7 @@ import (
 )
 
 func TestSandboxClusterForDuration(t *testing.T) {
+	t.Parallel()
 	redistest.Require(t)
 	tf := newTestFactory(t)
 	out := &redistest.Buffer{}

@@ -94,9 +94,10 @@ the policy it advertises). It says so on its startup line.
 Output (-o): text only. serve is a server, not a report: it writes log lines
 and produces no result document, so -o json, markdown and junit are refused
 (use 'ratelimit load -o json' against it for a machine-readable result).`,
-		Example: `  # a bucket of 10 refilling at 5/s on the default Redis (embedded if none)
-  ratelimit serve --addr 127.0.0.1:8011 --algo token-bucket --capacity 10 --rate 5/s
-  curl -i -H 'X-API-Key: alice' http://127.0.0.1:8011/hello
+		Example: `  # a bucket of 10 refilling at 5/s on the embedded Redis, on a free port;
+  # the startup line prints the address (listening on http://127.0.0.1:PORT)
+  ratelimit serve --redis embedded --addr 127.0.0.1:0 --algo token-bucket --capacity 10 --rate 5/s
+  curl -i -H 'X-API-Key: alice' http://127.0.0.1:PORT/hello
 
   # 100 requests per minute in a sliding window, refusing when Redis is down
   ratelimit serve --algo sliding-window --limit 100 --window 1m --fail closed
@@ -104,8 +105,9 @@ and produces no result document, so -o json, markdown and junit are refused
   # a limiter that claims 10 per 2s but admits twice that (load catches it)
   ratelimit serve --capacity 10 --rate 5/s --break over-admit
 
-  # a slow target behind one proxy, for load tests
-  ratelimit serve --delay 500ms --trust-proxy 1 --redis redis://127.0.0.1:7000`,
+  # a slow target behind one proxy, for load tests, on the URL 'ratelimit
+  # sandbox' printed
+  ratelimit serve --addr 127.0.0.1:0 --delay 500ms --trust-proxy 1 --redis redis://127.0.0.1:PORT`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.ctx = c.Context()

@@ -247,9 +247,9 @@ func ResolveKey(opts Options, algo limiter.Algo) (string, error) {
 	case opts.Identity != "":
 		return KeyFor(opts.Identity, algo, opts.HashIdentity)
 	case opts.HashIdentity:
-		return "", exitcode.Usagef("--hash-identity needs --identity ID")
+		return "", exitcode.Usagef("--hash-identity needs --identity ID, and --identity is empty or missing (an unset variable?); pass a non-empty ID, or KEY without --hash-identity")
 	case opts.Key == "":
-		return "", exitcode.Usagef("no key: pass KEY (e.g. rl:{user42}:tb) or --identity ID")
+		return "", exitcode.Usagef("no key: pass KEY (e.g. rl:{user42}:tb) or a non-empty --identity ID (an empty one is an unset variable?)")
 	}
 	return opts.Key, nil
 }

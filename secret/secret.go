@@ -263,7 +263,11 @@ func Redact(s string) string {
 		if i < len(s) && !isSep(s[i]) {
 			continue
 		}
-		b.WriteString(redactWord(s[start:i]))
+		if w := s[start:i]; strings.HasSuffix(s[:start], faultContext) && typedFaultSpec(w) {
+			b.WriteString(w) // the user's own --fault value, shown as typed
+		} else {
+			b.WriteString(redactWord(w))
+		}
 		if i < len(s) {
 			b.WriteByte(s[i])
 		}
@@ -395,13 +399,17 @@ var faultKinds = []string{"pause", "pause-write", "stop", "drop-clients", "flush
 
 // faultSpec reports whether w is a fault spec, KIND[:DURATION]@OFFSET,
 // perhaps behind a check id prefix ("fault:", "recover:") and before one
-// punctuation mark. Durations are a digit followed by digits, '.', and
-// the letters of Go duration units, so no password of other characters
-// passes for one.
+// punctuation mark, or the syntax hint "KIND[:DURATION]@OFFSET" itself.
+// Durations are a digit followed by digits, '.', and the letters of Go
+// duration units, so no password of other characters passes for one.
 func faultSpec(w string) bool {
 	w = strings.TrimRight(w, ":;,.)")
 	for _, p := range []string{"fault:", "recover:", "("} {
 		w = strings.TrimPrefix(w, p)
+	}
+	switch w {
+	case "KIND[:DURATION]@OFFSET", "KIND:DURATION@OFFSET", "KIND@OFFSET":
+		return true // the syntax hint of package fault's errors
 	}
 	head, offset, ok := strings.Cut(w, "@")
 	if !ok || !durationText(offset) {
@@ -425,6 +433,36 @@ func durationText(s string) bool {
 	}
 	for _, c := range s {
 		if !(c >= '0' && c <= '9' || c == '.' || strings.ContainsRune("hmsuµn", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// faultContext is what package fault's errors put before the spec the
+// user typed: invalid fault "pauze:2s@3s": unknown kind "pauze".
+const faultContext = `invalid fault "`
+
+// typedFaultSpec reports whether w, quoted after faultContext, is a fault
+// spec as typed, valid or not ("pauze:2s@3s", "pause:2@3s", "pause:2s@3"):
+// a word of letters and '-' for the kind, then a duration and an offset
+// that a reader takes for mistyped durations, never for a password and a
+// host. The value of --fault holds no secret, but a URL pasted there by
+// mistake still is one: a '/' anywhere, a ':' or more than one '.' after
+// the '@', or an offset that does not start with a digit ("db.internal",
+// "10.0.0.5", "localhost:6379") leaves the word to the usual masking.
+func typedFaultSpec(w string) bool {
+	head, offset, ok := strings.Cut(w, "@")
+	if !ok || strings.ContainsAny(w, "/\\") || strings.ContainsAny(offset, "@:") || strings.Count(offset, ".") > 1 ||
+		offset != "" && (offset[0] < '0' || offset[0] > '9') {
+		return false
+	}
+	kind, _, _ := strings.Cut(head, ":")
+	if kind == "" || len(kind) > 24 {
+		return false
+	}
+	for j := 0; j < len(kind); j++ {
+		if c := kind[j] | 0x20; !(c >= 'a' && c <= 'z' || j > 0 && kind[j] == '-') {
 			return false
 		}
 	}

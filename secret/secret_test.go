@@ -30,6 +30,22 @@ func TestRedact(t *testing.T) {
 		{"pause:2s@db.internal", "pause:xxxxx@db.internal"},
 		{"failover:2024@10.0.0.5", "failover:xxxxx@10.0.0.5"},
 		{"restart:1234@127.0.0.1", "restart:xxxxx@127.0.0.1"},
+		// a fault spec is shown as typed, valid or not, and so is its syntax hint
+		{`invalid fault "pauze:2s@3s": unknown kind "pauze"; want KIND[:DURATION]@OFFSET such as pause:3s@10s`,
+			`invalid fault "pauze:2s@3s": unknown kind "pauze"; want KIND[:DURATION]@OFFSET such as pause:3s@10s`},
+		{`invalid fault "pause:2@3s"`, `invalid fault "pause:2@3s"`},
+		{`invalid fault "pause:2s@3"`, `invalid fault "pause:2s@3"`},
+		{`invalid fault "Pause:1m30x@1.5s"`, `invalid fault "Pause:1m30x@1.5s"`},
+		{`invalid fault "pause:2s"; want KIND[:DURATION]@OFFSET`, `invalid fault "pause:2s"; want KIND[:DURATION]@OFFSET`},
+		// a URL pasted into --fault by mistake is still masked
+		{`invalid fault "ops:pw@db.internal"`, `invalid fault "ops:xxxxx@db.internal"`},
+		{`invalid fault "ops:pw@10.5.0.1"`, `invalid fault "ops:xxxxx@10.5.0.1"`},
+		{`invalid fault "ops:pw@localhost:6379"`, `invalid fault "ops:xxxxx@localhost:6379"`},
+		{`invalid fault "ops:p4ss@10.5:6379"`, `invalid fault "ops:xxxxx@10.5:6379"`},
+		{`invalid fault "redis://u:pw@h:1"`, `invalid fault "redis://u:xxxxx@h:1"`},
+		{`invalid fault "pw@h/0"`, `invalid fault "xxxxx@h/0"`},
+		// outside a fault error, only a well-formed spec is taken for one
+		{"pauze:2s@3s", "pauze:xxxxx@3s"},
 		{"", ""},
 	}
 	for _, tt := range tests {
@@ -148,20 +164,15 @@ func TestURLCredentialParams(t *testing.T) {
 	}
 }
 
-// TestREADMEListsCredentialParams: the README's Safety section names
-// every credential parameter and suffix that is masked.
+// TestREADMEListsCredentialParams: the Safety page (docs/safety.md,
+// linked from the README) names every credential parameter and suffix
+// that is masked.
 func TestREADMEListsCredentialParams(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/safety.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	start := strings.Index(readme, "## Safety")
-	end := strings.Index(readme[start+1:], "\n## ")
-	if start < 0 || end < 0 {
-		t.Fatal("README.md has no Safety section")
-	}
-	safety := readme[start : start+1+end]
+	safety := string(b)
 	for _, n := range append(CredentialParams, CredentialSuffixes...) {
 		if !strings.Contains(safety, "`"+n+"`") {
 			t.Errorf("README's Safety section does not list `%s`", n)

@@ -41,6 +41,9 @@ func replyShapeCheck(r Result) Check {
 	switch {
 	case r.ReplyShape == "limiter":
 		c.Message = "every reply is a limiter decision {allowed 0/1, remaining, ...}"
+		if r.allAllowed() {
+			c.Message += "; " + r.untested()
+		}
 	case len(r.OtherShape) > 0:
 		c.Pass = false
 		calls := "calls "
@@ -52,6 +55,38 @@ func replyShapeCheck(r Result) Check {
 		c.Message = "the replies are not a limiter decision {allowed 0/1, remaining, ...}; shown as they are"
 	}
 	return c
+}
+
+// Scope says what the verdict covers, for the verdict line ("verdict:
+// PASS  reply shape and TTL checked; ..."): eval checks that the replies
+// read as decisions and that no key is left without a TTL, not that the
+// script limits. When every call was allowed it says that limiting was not
+// tested and names the command that tests it.
+func (r Result) Scope() string {
+	s := "reply shape and TTL checked"
+	if r.allAllowed() {
+		s += "; " + r.untested()
+	}
+	return s
+}
+
+// allAllowed reports whether the replies were decisions and every call
+// was allowed: nothing in the run showed the script refusing.
+func (r Result) allAllowed() bool {
+	return r.ReplyShape == "limiter" && len(r.Calls) > 0 && r.Summary.Refused == 0 && r.Summary.Allowed == len(r.Calls)
+}
+
+// untested is the note of a run that allowed every call.
+func (r Result) untested() string {
+	race := "ratelimit race"
+	if r.Algo == "script" {
+		race = "ratelimit race --script " + r.Script.Name
+	}
+	calls := fmt.Sprintf("all %d calls were allowed", len(r.Calls))
+	if len(r.Calls) == 1 {
+		calls = "the one call was allowed"
+	}
+	return fmt.Sprintf("%s, so eval did not test limiting: '%s' does (concurrent calls against the limit)", calls, race)
 }
 
 func ttlVerdict(r Result) Check {
