@@ -191,6 +191,7 @@ func TestLoadFaultPauseFailOpenClosed(t *testing.T) {
 // TestLoadFaultStalled: serve --limiter-timeout 0 waits for Redis, so a
 // pause stalls it: load says stalled, and --during-fault open fails.
 func TestLoadFaultStalled(t *testing.T) {
+	t.Parallel()
 	r := startFaultRig(t, serve.FailOpen, serve.WaitForever)
 	tf := newTestFactory(t)
 	code, res := loadFault(t, tf, r, "--duration", "7s", "--fault", "pause:2s@3s", "--during-fault", "open")
@@ -211,6 +212,7 @@ func TestLoadFaultStalled(t *testing.T) {
 // serve keeps answering (every request has a status), and each fault is
 // reported with what it measured.
 func TestLoadFaultScriptsAndClients(t *testing.T) {
+	t.Parallel()
 	// serve waits up to 2 s for Redis: on a busy machine a 50 ms deadline
 	// fails open in the baseline already, which this test is not about
 	// (TestLoadFaultPauseFailOpenClosed is)
@@ -282,14 +284,12 @@ func TestLoadFaultInterruptUnpauses(t *testing.T) {
 	if code != exitcode.Interrupted {
 		t.Fatalf("interrupted load = %d, want 130\n%s", code, tf.ErrOut.String())
 	}
-	c := redis.NewClient(&redis.Options{Addr: r.sb.Addrs[0], ReadTimeout: 500 * time.Millisecond, MaxRetries: -1})
+	// the pause would hold the write for 18 s more: an answer within 5 s
+	// (the read timeout) is the undone pause's, however busy the machine
+	c := redis.NewClient(&redis.Options{Addr: r.sb.Addrs[0], ReadTimeout: 5 * time.Second, MaxRetries: -1})
 	defer c.Close()
-	start := time.Now()
 	if err := c.Set(context.Background(), "cmd-fault-after-interrupt", "1", time.Minute).Err(); err != nil {
-		t.Fatalf("the server does not answer a write after Ctrl-C: %v", err)
-	}
-	if d := time.Since(start); d > 300*time.Millisecond {
-		t.Errorf("a write took %s after Ctrl-C: still paused?", d)
+		t.Fatalf("the server does not answer a write within 5s of Ctrl-C (the pause holds until 21s): %v", err)
 	}
 	c.Del(context.Background(), "cmd-fault-after-interrupt")
 }
@@ -373,6 +373,7 @@ func TestLoadFaultStandaloneFailover(t *testing.T) {
 // unaffected passes (the fault window judged with the baseline's terms,
 // so neither the pause nor a busy machine inflates or fakes a failure).
 func TestLoadFaultNotBehindTarget(t *testing.T) {
+	t.Parallel()
 	r := startFaultRig(t, serve.FailOpen, 2*time.Second)
 	other, err := sandbox.Start(context.Background(), sandbox.Config{})
 	if err != nil {

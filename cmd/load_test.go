@@ -148,6 +148,7 @@ func TestLoadFlags(t *testing.T) {
 }
 
 func TestLoadCommandText(t *testing.T) {
+	t.Parallel()
 	srv := loadBucketTarget(t)
 	tf := newTestFactory(t)
 	tf.Env["RATELIMIT_TARGET"] = srv.URL + "/hello"
@@ -174,6 +175,7 @@ func TestLoadCommandText(t *testing.T) {
 }
 
 func TestLoadCommandJSONAndOut(t *testing.T) {
+	t.Parallel()
 	srv := loadBucketTarget(t)
 	tf := newTestFactory(t)
 	out := filepath.Join(t.TempDir(), "run.json")
@@ -205,6 +207,7 @@ func TestLoadCommandJSONAndOut(t *testing.T) {
 }
 
 func TestLoadCommandExitCodes(t *testing.T) {
+	t.Parallel()
 	srv := loadBucketTarget(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -305,6 +308,7 @@ func loadJSON(t *testing.T, args ...string) (int, tally.Result) {
 // The issue's acceptance against `serve`, shortened to seconds: a token
 // bucket of 10 at 5/s, 20/s for 3 s.
 func TestLoadAgainstServeTokenBucket(t *testing.T) {
+	t.Parallel()
 	url, forget := loadServeTarget(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}}, 0)
 	tests := []struct {
 		expect string
@@ -343,6 +347,7 @@ func TestLoadAgainstServeTokenBucket(t *testing.T) {
 
 // A sliding window of 10 per minute admits exactly 10 of 40.
 func TestLoadAgainstServeSlidingWindow(t *testing.T) {
+	t.Parallel()
 	url, forget := loadServeTarget(t, limiter.Params{Algo: limiter.SlidingWindow, Limit: 10, Window: time.Minute}, 0)
 	code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "2s", "--expect", "sliding-window:limit=10,window=60s")
 	forget(doc)
@@ -356,6 +361,7 @@ func TestLoadAgainstServeSlidingWindow(t *testing.T) {
 // A slow target (serve --delay 500ms) with --max-vus 2 at 20/s: dropped
 // iterations, planned = sent + dropped, latency from the due time honest.
 func TestLoadAgainstSlowServe(t *testing.T) {
+	t.Parallel()
 	url, forget := loadServeTarget(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 1000, Rate: rate.Rate{Count: 1000, Per: time.Second}}, 500*time.Millisecond)
 	code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "2s", "--max-vus", "2")
 	forget(doc)
@@ -607,6 +613,7 @@ func TestLoadUserinfoRedacted(t *testing.T) {
 // the run with exit 1, beside two that pass, and the same run says so in
 // JSON (checks), JUnit (one testcase per threshold), text and markdown.
 func TestLoadThresholdsEveryFormat(t *testing.T) {
+	t.Parallel()
 	srv := loadBucketTarget(t)
 	dir := t.TempDir()
 	doc := filepath.Join(dir, "run.json")
@@ -658,7 +665,7 @@ func TestLoadThresholdsEveryFormat(t *testing.T) {
 		}
 	}
 	for format, wants := range map[string][]string{
-		"text":     {"p99 < 1us", "dropped == 0", "failed < 1%", "FAIL: 10 requests sent", "threshold p99<1us: "},
+		"text":     {"p99 < 1us", "dropped == 0", "failed < 1%", "FAIL: threshold p99<1us: ", "10 requests sent"},
 		"markdown": {`| p99 \< 1us |`, "| dropped == 0 |", "**FAIL**", `threshold p99\<1us: `},
 	} {
 		tf := newTestFactory(t)
@@ -708,6 +715,7 @@ func TestLoadAbortOnFail(t *testing.T) {
 // TestLoadNoLimiterNote: a target with no limiter passes with a note in the
 // summary line, and fails with --expect.
 func TestLoadNoLimiterNote(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	t.Cleanup(srv.Close)
 	tf := newTestFactory(t)

@@ -38,6 +38,7 @@ func probeTarget(t *testing.T, b serve.Break) string {
 // TestProbeCommand: plain serve is exit 0 with every check PASS; a broken
 // one is exit 1 naming its check in text, JSON (--out) and JUnit alike.
 func TestProbeCommand(t *testing.T) {
+	t.Parallel()
 	tf := newTestFactory(t)
 	if code := tf.execute(t, "probe", probeTarget(t, "")); code != exitcode.OK {
 		t.Fatalf("probe of plain serve = %d\n%s%s", code, tf.Out.String(), tf.ErrOut.String())

@@ -10,12 +10,6 @@ import (
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 )
 
-// replyError is an error reply as go-redis returns it.
-type replyError string
-
-func (e replyError) Error() string { return string(e) }
-func (replyError) RedisError()     {}
-
 func TestParseEvalArgs(t *testing.T) {
 	tests := []struct {
 		in         string

@@ -217,14 +217,18 @@ func InSync(ctx context.Context, c redis.Cmdable) (bool, error) {
 
 // Promoted reports whether, in the view nodes gives (a node's own CLUSTER
 // NODES), that node serves slot with a configuration epoch above every
-// other node's: an election it won, not one it merely claims.
+// other primary's: an election it won, not one it merely claims. A
+// replica is listed with its primary's epoch, so replicas are not
+// compared: the old primary, once it follows the new one, shows the new
+// one's epoch (comparing it too saw the promotion only until the old
+// primary was reconfigured, and missed it on a busy machine).
 func Promoted(nodes []ClusterNode, slot int) bool {
 	s, ok := ShardOf(nodes, slot)
 	if !ok || !s.Primary.Myself() {
 		return false
 	}
 	for _, n := range nodes {
-		if !n.Myself() && n.Epoch >= s.Primary.Epoch {
+		if !n.Myself() && n.PrimaryID == "" && n.Epoch >= s.Primary.Epoch {
 			return false
 		}
 	}

@@ -3,6 +3,7 @@ package fault
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -113,6 +114,13 @@ func (c *holdClock) wait(t *testing.T) {
 	}
 }
 
+// undoneWithin bounds how soon a server whose pause or stop was undone
+// answers: the faults these tests undo would hold it 20 s or more
+// longer, so an answer within 5 s tells an undone fault from one that
+// still holds however busy the machine is (a bound of 100 ms said the
+// same on an idle machine and failed on a busy one).
+const undoneWithin = 5 * time.Second
+
 // answersWithin reports whether addr answers PING within d, on a new connection.
 func answersWithin(t *testing.T, addr string, d time.Duration) bool {
 	t.Helper()
@@ -157,8 +165,8 @@ func TestCancelDuringPauseUnpauses(t *testing.T) {
 	if !errors.Is(r.err, context.Canceled) {
 		t.Errorf("Run error = %v, want context.Canceled", r.err)
 	}
-	if !answersWithin(t, sb.Addrs[0], 100*time.Millisecond) {
-		t.Fatal("the server did not answer PING within 100ms after Run returned: the pause still holds")
+	if !answersWithin(t, sb.Addrs[0], undoneWithin) {
+		t.Fatalf("the server did not answer PING within %s after Run returned: the pause still holds", undoneWithin)
 	}
 	if len(r.out) != 1 || r.out[0].End.IsZero() || r.out[0].End.Sub(r.out[0].Start) > 5*time.Second {
 		t.Errorf("outcomes = %+v, want one pause ended soon after the cancellation", r.out)
@@ -219,8 +227,8 @@ func TestCloseUndoesPause(t *testing.T) {
 	if err := in.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if !answersWithin(t, sb.Addrs[0], 100*time.Millisecond) {
-		t.Fatal("the server did not answer within 100ms of Close: the pause still holds")
+	if !answersWithin(t, sb.Addrs[0], undoneWithin) {
+		t.Fatalf("the server did not answer within %s of Close: the pause still holds", undoneWithin)
 	}
 	select {
 	case err := <-done:
@@ -351,8 +359,8 @@ func TestStopFreezesOwnedServer(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Run error = %v, want context.Canceled", err)
 	}
-	if !answersWithin(t, sb.Addrs[0], 200*time.Millisecond) {
-		t.Fatal("the server did not answer after the cancellation: SIGCONT missing")
+	if !answersWithin(t, sb.Addrs[0], undoneWithin) {
+		t.Fatalf("the server did not answer within %s of the cancellation: SIGCONT missing", undoneWithin)
 	}
 }
 
@@ -389,6 +397,62 @@ func TestRestartOwnedServer(t *testing.T) {
 
 // TestFailoverOnCluster: a failover promotes the replica of the key's
 // primary; a graceful failover brings the old primary back.
+// awaitEpochs waits until every node of sb lists every node with the same
+// configuration epoch and the primaries' epochs differ: a cluster just
+// made resolves its epoch collisions for a while, and a replica that
+// still takes its primary's epoch for 0 is refused every vote ("slot
+// epoch (2) > reqEpoch (0)") and its failover times out.
+func awaitEpochs(t *testing.T, sb *sandbox.Sandbox) {
+	t.Helper()
+	ctx := context.Background()
+	clients := map[string]*redis.Client{}
+	for _, addr := range sb.Addrs {
+		clients[addr] = nodeClient(t, addr)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		why := ""
+		seen := map[string]int64{}
+		for _, addr := range sb.Addrs {
+			nodes, err := Nodes(ctx, clients[addr])
+			if err != nil {
+				why = err.Error()
+				break
+			}
+			for _, n := range nodes {
+				e, ok := seen[n.ID]
+				if ok && e != n.Epoch && n.PrimaryID == "" {
+					why = fmt.Sprintf("%s lists %s with epoch %d, another node %d", addr, n.ID, n.Epoch, e)
+				}
+				if n.PrimaryID == "" {
+					seen[n.ID] = n.Epoch
+				}
+			}
+			for _, n := range nodes {
+				if n.PrimaryID != "" {
+					if e, ok := seen[n.PrimaryID]; !ok || e != n.Epoch {
+						why = fmt.Sprintf("%s lists replica %s with its primary's epoch %d, the primary's is %d", addr, n.ID, n.Epoch, e)
+					}
+				}
+			}
+		}
+		epochs := map[int64]bool{}
+		for _, e := range seen {
+			if epochs[e] {
+				why = fmt.Sprintf("two primaries share epoch %d", e)
+			}
+			epochs[e] = true
+		}
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster's epochs did not settle in 30s: %s", why)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestFailoverOnCluster(t *testing.T) {
 	sb := startSandbox(t, sandbox.Config{Primaries: 3, Replicas: 1, Args: []string{"--repl-diskless-sync-delay", "0"}})
 	ctx := context.Background()
@@ -407,6 +471,7 @@ func TestFailoverOnCluster(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	awaitEpochs(t, sb)
 	// on a cluster the key decides the shard: without one, exit 2
 	plan, _ := ParsePlan([]string{"failover@0s"})
 	if _, err := New(ctx, plan, Options{URL: sb.URL}); err == nil || exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "needs the key") {
@@ -464,11 +529,34 @@ func TestFailoverStandaloneNeedsAReplica(t *testing.T) {
 	}
 }
 
+// awaitReplica waits until c, just made a replica, has its link to its
+// primary up (master_link_status:up, no sync in progress): REPLICAOF
+// answers at once and connects later, and until then the primary lists
+// no replica at all.
+func awaitReplica(t *testing.T, c *redis.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		ok, err := InSync(ctx, c)
+		if err == nil && ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			m, _ := replication(context.Background(), c)
+			t.Fatalf("the replica's link is not up after a minute (master_link_status:%s, %v)", m["master_link_status"], err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // TestFailoverStandalonePair: on a primary with a replica (two servers of
 // the test's own), the replica is promoted and the old primary made its
 // replica: a write to the old primary then meets READONLY, and the
 // promoted server has the data written before.
 func TestFailoverStandalonePair(t *testing.T) {
+	t.Parallel()
 	primary := startSandbox(t, sandbox.Config{})
 	replica := startSandbox(t, sandbox.Config{})
 	pc, rc := nodeClient(t, primary.Addrs[0]), nodeClient(t, replica.Addrs[0])
@@ -477,8 +565,14 @@ func TestFailoverStandalonePair(t *testing.T) {
 	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// the failover is refused (no replica) until the link is up, and a
+	// write is the replica's only once acknowledged (WAIT)
+	awaitReplica(t, rc)
 	if err := pc.Set(ctx, "fault:{pair}:before", "1", time.Minute).Err(); err != nil {
 		t.Fatal(err)
+	}
+	if n, err := pc.Do(ctx, "WAIT", 1, 30000).Int(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 = %d, %v: the replica did not acknowledge the write", n, err)
 	}
 	in := newInjector(t, []string{"failover@0s"}, Options{URL: primary.URL})
 	if !strings.Contains(in.Statement(), "REPLICAOF NO ONE") {
@@ -545,8 +639,8 @@ func TestPanicDuringPauseUnpauses(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not panic and return")
 	}
-	if !answersWithin(t, sb.Addrs[0], 100*time.Millisecond) {
-		t.Fatal("the server did not answer within 100ms of the panic: the pause still holds")
+	if !answersWithin(t, sb.Addrs[0], undoneWithin) {
+		t.Fatalf("the server did not answer within %s of the panic: the pause still holds", undoneWithin)
 	}
 }
 

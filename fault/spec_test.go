@@ -211,6 +211,34 @@ func TestParseNodes(t *testing.T) {
 	}
 }
 
+// TestPromotedAfterTheOldPrimaryFollows: the view of a replica that won
+// its election, before and after the old primary follows it (listed then
+// with its new primary's epoch, as CLUSTER NODES lists every replica).
+func TestPromotedAfterTheOldPrimaryFollows(t *testing.T) {
+	for _, tt := range []struct {
+		name, nodes string
+		want        bool
+	}{
+		{"old primary not yet reconfigured", "n1 127.0.0.1:30001@31001 myself,master - 0 0 3 connected 0-5460\n" +
+			"o1 127.0.0.1:30004@31004 master,fail? - 0 0 1 connected\n" +
+			"p2 127.0.0.1:30002@31002 master - 0 0 2 connected 5461-16383\n", true},
+		{"old primary follows", "n1 127.0.0.1:30001@31001 myself,master - 0 0 3 connected 0-5460\n" +
+			"o1 127.0.0.1:30004@31004 slave n1 0 0 3 connected\n" +
+			"p2 127.0.0.1:30002@31002 master - 0 0 2 connected 5461-16383\n", true},
+		{"another primary as new", "n1 127.0.0.1:30001@31001 myself,master - 0 0 3 connected 0-5460\n" +
+			"o1 127.0.0.1:30004@31004 slave n1 0 0 3 connected\n" +
+			"p2 127.0.0.1:30002@31002 master - 0 0 3 connected 5461-16383\n", false},
+	} {
+		nodes, err := ParseNodes(tt.nodes)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got := Promoted(nodes, 100); got != tt.want {
+			t.Errorf("%s: Promoted = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 func FuzzParseNodes(f *testing.F) {
 	f.Add("e7d1 127.0.0.1:30001@31001 myself,master - 0 0 1 connected 0-5460\n07c3 127.0.0.1:30004@31004 slave e7d1 0 1 4 connected\n")
 	f.Add("292f ::1:30002@31002,h master - 0 1 2 connected 5461 [5462-<-x]")

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -26,11 +25,10 @@ func Tool(t testing.TB) string {
 	if p := os.Getenv("RATELIMIT_TOOL"); p != "" {
 		return p
 	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			t.Fatalf("hostile: no go command to build ratelimit with: %v", err)
-		}
+	// go test puts the go command that runs the tests first in PATH
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("hostile: no go command to build ratelimit with: %v", err)
 	}
 	out := filepath.Join(t.TempDir(), "ratelimit")
 	cmd := exec.Command(goBin, "build", "-o", out, "github.com/ratelimit-dev/ratelimit")
@@ -49,13 +47,25 @@ type Outcome struct {
 	// PeakRSS is the child's peak resident set in bytes, as its VmHWM
 	// read every 10 ms from /proc (the last moments may be missed);
 	// RSSBound is getrusage's ru_maxrss of the child, which cannot be
-	// below the true peak (it also counts what the test held when the
-	// child started). -1 where the platform does not say.
-	PeakRSS, RSSBound int64
+	// below the true peak but also counts the test process's own peak
+	// (the child runs in the test's memory until it execs: os/exec
+	// starts it with CLONE_VM); TestRSS is that peak of the test process
+	// (its VmHWM) read just after the child execed. -1 where the
+	// platform does not say.
+	PeakRSS, RSSBound, TestRSS int64
 }
 
-// MaxOfRSS is the larger of the two readings: at least the true peak.
-func (o Outcome) MaxOfRSS() int64 { return max(o.PeakRSS, o.RSSBound) }
+// Peak is the child's peak resident set as well as it is known:
+// RSSBound when it is above the test process's own peak, for then it is
+// the child's own (and exact); else the sampled VmHWM. A test process
+// grown big by other tests running beside it (go test runs a package's
+// parallel tests in one process) thus never counts as the child's.
+func (o Outcome) Peak() int64 {
+	if o.TestRSS < 0 || o.RSSBound > o.TestRSS {
+		return max(o.PeakRSS, o.RSSBound)
+	}
+	return o.PeakRSS
+}
 
 // Run runs tool with args (stdin from in when not nil) and kills it after
 // kill, so a command that hangs fails its test instead of the suite.
@@ -74,11 +84,14 @@ func Run(t testing.TB, tool string, kill time.Duration, in io.Reader, args ...st
 	if err != nil {
 		t.Fatalf("hostile: start %s: %v", tool, err)
 	}
+	// Start returns once the child has execed: the test's peak now is at
+	// least what the child's ru_maxrss counts of it
+	testRSS := selfHWM()
 	stop, hwm := make(chan struct{}), make(chan int64, 1)
 	go watchHWM(cmd.Process.Pid, stop, hwm)
 	err = cmd.Wait()
 	close(stop)
-	o := Outcome{Elapsed: time.Since(start), Stdout: stdout.String(), Stderr: stderr.String(), PeakRSS: <-hwm, RSSBound: -1}
+	o := Outcome{Elapsed: time.Since(start), Stdout: stdout.String(), Stderr: stderr.String(), PeakRSS: <-hwm, RSSBound: -1, TestRSS: testRSS}
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:

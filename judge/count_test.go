@@ -221,7 +221,7 @@ func TestJudgeExpectedPerSecond(t *testing.T) {
 			}
 		})
 	}
-	if j := Judge(Expectation{Spec: "tb", Parts: []limiter.Params{bucket}}, Input{Identities: 1}); j.ExpectedPerSecond != nil && len(j.ExpectedPerSecond) != 0 {
+	if j := Judge(Expectation{Spec: "tb", Parts: []limiter.Params{bucket}}, Input{Identities: 1}); len(j.ExpectedPerSecond) != 0 {
 		t.Errorf("no arrivals: expected per second %v, want none", j.ExpectedPerSecond)
 	}
 }

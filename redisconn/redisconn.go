@@ -640,6 +640,7 @@ func openServer(ctx context.Context, raw string, ro *redis.Options, opts Options
 		haveSlots bool
 	)
 	if !known && (opts.Cluster == nil || *opts.Cluster) {
+		//lint:ignore SA1019 CLUSTER SLOTS on purpose: CLUSTER SHARDS is Redis 7+, and servers before it are supported
 		slots, slotsErr = probe.ClusterSlots(pctx).Result()
 		switch {
 		case slotsErr == nil:
@@ -671,6 +672,7 @@ func openServer(ctx context.Context, raw string, ro *redis.Options, opts Options
 		return nil, exitcode.Usagef("Redis Cluster has only database 0; drop /%d from %s", ro.DB, shown)
 	}
 	if !haveSlots {
+		//lint:ignore SA1019 CLUSTER SLOTS on purpose: CLUSTER SHARDS is Redis 7+, and servers before it are supported
 		slots, slotsErr = probe.ClusterSlots(pctx).Result()
 	}
 	if slotsErr != nil {

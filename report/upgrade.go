@@ -70,9 +70,6 @@ func convert(m jsonTree, key string, f func(float64) float64) {
 // microsecond resolution, as the current version writes them.
 func usToMs(x float64) float64 { return x / 1000 }
 func sToMs(x float64) float64  { return math.Round(x*1e6) / 1e3 }
-func sToMsInt(x float64) float64 {
-	return math.Round(x * 1000)
-}
 
 // renameMs renames m[from] to m[to] and converts it with f.
 func renameMs(m jsonTree, from, to string, f func(float64) float64) {

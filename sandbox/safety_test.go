@@ -210,18 +210,30 @@ func TestStartPastDeadlineStartsNothing(t *testing.T) {
 func TestFailedStartKillsAtOnce(t *testing.T) {
 	needServer(t)
 	t.Setenv("TMPDIR", t.TempDir())
-	// node 1 of 3 cannot bind: its port is held
+	// node 1 of 3 cannot bind: its port is held; the other nodes' ports
+	// and cluster bus ports (+10000) are free when the test starts them
+	// (one taken by another package's server made node 2 exit 1 by
+	// itself instead of being killed)
 	var l net.Listener
 	var base int
+	free := func(port int) bool {
+		c, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return false
+		}
+		_ = c.Close()
+		return true
+	}
 	for range 20 {
 		base = freePort(t)
-		if base+3+10000 > 65535 {
+		if base+3+10000 > 65535 || !free(base+2) || !free(base+10000) || !free(base+10002) {
 			continue
 		}
 		var err error
 		if l, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+1))); err == nil {
 			break
 		}
+		l = nil
 	}
 	if l == nil {
 		t.Fatal("no free port pair found")
