@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/limiter"
@@ -31,6 +32,7 @@ type probeOptions struct {
 	MaxWait        time.Duration
 	MaxTime        time.Duration
 	LimitedStatus  string
+	Fingerprint    bool
 	Out            string
 }
 
@@ -79,16 +81,32 @@ windows); waits longer than --max-wait are skipped, and the checks that need
 them say so. Without a RateLimit-Policy the policy checks are skipped unless
 --expect gives the model (the same syntax as load --expect).
 
+--fingerprint names the limiter instead of auditing it: constant arrivals
+cannot tell a sliding log from a fixed window, so it sends arrivals designed
+to (a burst from a fresh key, single requests polled until the quota comes
+back, a burst after a full drain, refusals kept up, bursts straddling a
+key's first window and a boundary of the clock's windows) and replays every
+candidate model (token bucket, GCRA, leaky bucket, fixed window from the
+first request or on the clock, sliding log, sliding-window counter, with
+and without counted refusals) over every request. It prints the models that
+decide every request as the target did, ranked, and the nearest misses with
+the request that ruled each out, in about two windows and within the budget
+(default 14 x the quota + 300). Exit 1 when no model fits.
+
 The URL is the argument, else $RATELIMIT_TARGET. Userinfo in it is sent as
 Basic auth by your client only if you put it there; it is masked in every
 output. Exit codes: 0 no check failed, 1 a check failed, 2 bad input, 3 the
 target is unreachable.`,
-		Example: `  ratelimit serve --capacity 10 --rate 5/s &
-  ratelimit probe http://127.0.0.1:8011/hello
+		Example: `  # a reference target on a free port; its startup line prints the address
+  ratelimit serve --redis embedded --addr 127.0.0.1:0 --capacity 10 --rate 5/s &
+  ratelimit probe http://127.0.0.1:PORT/hello
 
   # see a defect caught: serve answers 429 with Retry-After: 0
-  ratelimit serve --capacity 10 --rate 5/s --break retry-after-zero &
-  ratelimit probe http://127.0.0.1:8011/hello -o junit > probe.xml
+  ratelimit serve --redis embedded --addr 127.0.0.1:0 --capacity 10 --rate 5/s --break retry-after-zero &
+  ratelimit probe http://127.0.0.1:PORT/hello -o junit > probe.xml
+
+  # which limiter is this? (a token bucket? nginx's leaky bucket? a window on the clock?)
+  ratelimit probe http://127.0.0.1:PORT/hello --fingerprint
 
   # a limiter without RateLimit-Policy: say what it should enforce
   ratelimit probe https://api.example.test/v1/items --expect fixed-window:limit=100,window=1m --skip ip-spoofing`,
@@ -116,6 +134,7 @@ target is unreachable.`,
 	fl.DurationVar(&opts.MaxWait, "max-wait", probe.DefaultMaxWait, "longest wait for a window or a reset to pass")
 	fl.DurationVar(&opts.MaxTime, "max-time", 0, "stop the whole probe after this long (0: a few policy windows, at least 1m)")
 	fl.StringVar(&opts.LimitedStatus, "limited-status", "", "statuses besides 429 the limiter refuses with (e.g. 503 for nginx's default): limited-status is then a warning")
+	fl.BoolVar(&opts.Fingerprint, "fingerprint", false, "name the limiter's algorithm and parameters from designed arrivals instead of auditing it (a fingerprint document)")
 	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report')")
 	return c
 }
@@ -153,6 +172,9 @@ func runProbe(opts *probeOptions) error {
 	if po.Method == "" {
 		return exitcode.Usagef("-X must name an HTTP method")
 	}
+	if opts.Fingerprint && (len(po.Skip) > 0 || len(po.WarnOnly) > 0) {
+		return exitcode.Usagef("--skip and --warn-only name probe's checks; --fingerprint runs none of them")
+	}
 	if opts.Expect != "" {
 		x, err := judge.ParseExpect(opts.Expect)
 		if err != nil {
@@ -178,6 +200,9 @@ func runProbe(opts *probeOptions) error {
 	defer em.close()
 	if f.IO.ErrTTY {
 		po.Progress = f.IO.ErrOut
+	}
+	if opts.Fingerprint {
+		return runFingerprint(opts, po, em)
 	}
 	res, err := probe.Run(opts.ctx, po)
 	if err != nil {
@@ -206,4 +231,19 @@ func trimAll(xs []string) []string {
 		}
 	}
 	return out
+}
+
+// runFingerprint runs probe --fingerprint: exit 1 when no model fits.
+func runFingerprint(opts *probeOptions, po probe.Options, em *emitter) error {
+	res, err := probe.RunFingerprint(opts.ctx, po)
+	if err != nil {
+		return err
+	}
+	if err := em.emit(&res); err != nil {
+		return err
+	}
+	if !res.Pass() {
+		return exitcode.Failf("probe --fingerprint: %s", strings.Join(doc.Failures(res.Checks), "; "))
+	}
+	return nil
 }

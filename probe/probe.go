@@ -43,6 +43,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/secret"
 )
 
@@ -274,7 +275,9 @@ type obs struct {
 	Err      error
 }
 
-func (o obs) admitted() bool { return o.Status >= 200 && o.Status < 400 }
+// admitted and refused follow the one allowed rule (judge.Allowed); a
+// transport error (status 0) is neither.
+func (o obs) admitted() bool { return judge.Allowed(o.Status) }
 func (o obs) refused() bool  { return o.Status >= 400 }
 
 // count is how many of os were admitted.

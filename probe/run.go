@@ -20,8 +20,17 @@ type data struct {
 	q      int64         // quota, 0 unknown
 	w      time.Duration // window, 0 unknown
 	policy string        // where q and w came from
+	// others are the advertised policy items besides the one judged
+	// (RateLimit-Policy may stack several: 10 per second and 1000 per
+	// hour); the probe judges q and w from the tightest and checks the
+	// others are never exceeded
+	others []header.Policy
 
 	shared bool // identities share one quota: the phases ran one after another
+	// cut says why the phases stopped early (the budget, --max-time, a
+	// quota too large to spend): a check without its evidence is skipped
+	// with this reason, never failed
+	cut string
 
 	a       []obs // identity A until its first refusal
 	aRefill []obs // A again, once its quota was back
@@ -142,9 +151,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	err = d.collect(ctx, p, id, first)
 	switch {
 	case errors.Is(err, errBudget):
-		d.skipped["*"] = fmt.Sprintf("the request budget (%d) ran out before this check could run; raise --budget", p.budget)
+		d.cut = fmt.Sprintf("the request budget (%d) ran out before this check had its evidence; raise --budget", p.budget)
 	case errors.Is(err, errTime):
-		d.skipped["*"] = fmt.Sprintf("--max-time (%s) passed before this check could run; raise it", maxTime)
+		d.cut = fmt.Sprintf("--max-time (%s) passed before this check had its evidence; raise it", maxTime)
 		d.notes = append(d.notes, fmt.Sprintf("the probe stopped at --max-time (%s); the checks it could not finish are skipped", maxTime))
 	case err != nil:
 		return res, err
@@ -175,6 +184,9 @@ func (d *data) learnPolicy(h http.Header, o Options) {
 	}
 	in := header.Inspect(http.StatusOK, h, time.Now())
 	if p, ok := in.Policy(); ok && p.Quota > 0 {
+		if in.PolicyErr == nil && len(in.Policies) > 1 {
+			p, d.others = binding(in.Policies)
+		}
 		d.q, d.w, d.policy = p.Quota, time.Duration(p.Window)*time.Second, header.NamePolicy
 		if in.Draft != "" && in.Draft != header.DraftCurrent {
 			d.policy += " (" + in.Draft + ")"
@@ -184,6 +196,31 @@ func (d *data) learnPolicy(h http.Header, o Options) {
 	if l, ok := header.ParseLegacy(h); ok && l.Limit > 0 {
 		d.q, d.policy = l.Limit, l.Prefix+"Limit"
 	}
+}
+
+// binding picks, of several advertised policy items, the one a burst
+// from a fresh key runs into first (the smallest quota; of equal quotas,
+// the longest window) and returns the others.
+func binding(items []header.Policy) (header.Policy, []header.Policy) {
+	best := -1
+	for i, p := range items {
+		if p.Quota <= 0 {
+			continue
+		}
+		if best < 0 || p.Quota < items[best].Quota || p.Quota == items[best].Quota && p.Window > items[best].Window {
+			best = i
+		}
+	}
+	if best < 0 {
+		return items[0], nil
+	}
+	var others []header.Policy
+	for i, p := range items {
+		if i != best && p.Quota > 0 && p.Window > 0 {
+			others = append(others, p)
+		}
+	}
+	return items[best], others
 }
 
 func (d *data) policyText() string {
@@ -231,6 +268,10 @@ func resetWait(o obs, w time.Duration) (time.Duration, bool) {
 // ones at their own times (concurrent).
 func (d *data) collect(ctx context.Context, p *prober, id func(string) string, first obs) error {
 	d.a = []obs{first}
+	if d.q > MaxQuotaExhausted {
+		d.cut = fmt.Sprintf("the advertised quota (%d) is above the %d requests the probe spends on one identity, so it was not spent: give --expect a smaller policy of a test route, or probe a route with a smaller quota", d.q, MaxQuotaExhausted)
+		return nil
+	}
 	if first.admitted() {
 		more, err := p.exhaust(ctx, id("A"), d.exhaustCap()-1)
 		d.a = append(d.a, more...)

@@ -15,7 +15,7 @@ import (
 func allKinds(t *testing.T) []Document {
 	t.Helper()
 	docs := []Document{}
-	for _, name := range []string{"eval.json", "simulate.json", "race.json", "load.json", "keyslot.json", "probe.json", "failover.json"} {
+	for _, name := range []string{"eval.json", "simulate.json", "race.json", "load.json", "keyslot.json", "probe.json", "failover.json", "fingerprint.json"} {
 		docs = append(docs, readFixture(t, name))
 	}
 	docs = append(docs, Document{Kind: "scripts", Version: 1, Source: "scripts", Value: eval.NewCatalog(limiter.Scripts(), false)})

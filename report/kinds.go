@@ -12,4 +12,5 @@ var kinds = newRegistry(
 	keyslotKind.entry(),
 	probeKind.entry(),
 	failoverKind.entry(),
+	fingerprintKind.entry(),
 )

@@ -1,0 +1,1118 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/secret"
+)
+
+// A fingerprint names a black-box limiter's algorithm and parameters from
+// outside. Constant arrivals cannot tell a sliding log from a fixed window
+// (both admit alike), so the probe sends arrivals designed to: a burst
+// from a fresh key (the quota), single requests polled after it (the
+// refill's rate or the window's end), a burst as soon as one is back (all
+// of it, or one), a burst after a full drain (nginx's burst + 1 for a new
+// key, burst after), refused requests kept up (do refusals count?), a
+// burst straddling the end of a key's first window (fixed, sliding log or
+// weighted counter?) and one straddling a clock boundary (are windows on
+// the clock?). Every candidate model is then replayed over every request
+// sent; those that decide every request as the target did (at its send or
+// at its answer) fit, ranked; the nearest misses say which request ruled
+// them out.
+
+// The fingerprint document.
+const (
+	FingerprintKind    = "fingerprint"
+	FingerprintVersion = 1
+	// CheckFingerprint: at least one model fits every observation.
+	CheckFingerprint = "fingerprint"
+)
+
+// Fingerprint is the fingerprint document (kind "fingerprint").
+type Fingerprint struct {
+	doc.Header
+	Target    string  `json:"target"`
+	Method    string  `json:"method"`
+	Peer      string  `json:"peer,omitempty"`
+	ElapsedMs float64 `json:"elapsed_ms"`
+	// Policy is the hint the candidates were built from: RateLimit-Policy,
+	// --expect, or what the first burst and the refill showed.
+	Policy   Policy `json:"policy"`
+	Requests int    `json:"requests"`
+	Budget   int    `json:"budget"`
+	// Phases are the designed arrivals, each with what it saw.
+	Phases []Phase `json:"phases"`
+	// Fits are the models that decide every request as the target did,
+	// best first; Equivalent says when some of them cannot be told apart
+	// from outside.
+	Fits       []Candidate `json:"fits"`
+	Equivalent string      `json:"equivalent,omitempty"`
+	// NearMisses are the models that failed on the fewest requests, with
+	// the request that ruled each out.
+	NearMisses []Candidate `json:"near_misses"`
+	Candidates int         `json:"candidates"` // models tried
+	// Observations are every request sent and its answer, in send
+	// order: the evidence every fit and miss was judged on.
+	Observations []Observation `json:"observations"`
+	Notes        []string      `json:"notes,omitempty"`
+	Checks       []doc.Check   `json:"checks"`
+	Verdict      string        `json:"verdict"` // pass (something fits) or fail
+}
+
+// Phase is one designed group of arrivals.
+type Phase struct {
+	Name     string  `json:"name"`
+	Identity string  `json:"identity"`
+	Why      string  `json:"why"`
+	Sent     int     `json:"sent"`
+	Admitted int     `json:"admitted"`
+	StartMs  float64 `json:"start_ms"` // after the first request
+	EndMs    float64 `json:"end_ms"`
+}
+
+// Observation is one request of the fingerprint.
+type Observation struct {
+	Phase    string  `json:"phase"`
+	Identity string  `json:"identity"`
+	SentMs   float64 `json:"sent_ms"` // after the first request
+	DoneMs   float64 `json:"done_ms"`
+	Status   int     `json:"status"` // 0: no answer (a transport error)
+}
+
+// Candidate is one model and how it fared.
+type Candidate struct {
+	Model       string `json:"model"` // a load --expect spec
+	Description string `json:"description"`
+	// Mismatches counts the requests the model decides otherwise than the
+	// target, at the send and at the answer alike; Exact is true when it
+	// agrees at every send.
+	Mismatches int    `json:"mismatches"`
+	Exact      bool   `json:"exact"`
+	RuledOutBy string `json:"ruled_out_by,omitempty"`
+	// odd ranks the fits: how many of its parameters are not round
+	// numbers or disagree with the advertised policy
+	odd int
+}
+
+// CheckList is the fingerprint's one check.
+func (f Fingerprint) CheckList() []doc.Check { return f.Checks }
+
+// Pass reports whether some model fits.
+func (f Fingerprint) Pass() bool { return f.Verdict == Pass }
+
+// DocHeader returns the envelope, for cmd to stamp.
+func (f *Fingerprint) DocHeader() *doc.Header { return &f.Header }
+
+// shot is one request of the fingerprint and what came back.
+type shot struct {
+	obs
+	phase string
+	key   string // the identity
+}
+
+// fp runs one fingerprint.
+type fp struct {
+	p      *prober
+	d      *data // policy hints
+	id     func(string) string
+	mu     sync.Mutex
+	shots  []shot
+	phases []Phase
+	start  time.Time
+	notes  []string
+	// shared: the identities share one quota (keyed by address)
+	shared bool
+	// windowLo and windowHi bound a window measured end to end (no
+	// policy said it): the round windows between them are candidates
+	windowLo, windowHi time.Duration
+}
+
+func (f *fp) add(phase, why, key string, os []obs) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ph := Phase{Name: phase, Identity: key, Why: why, Sent: len(os), Admitted: count(os)}
+	if len(os) > 0 {
+		ph.StartMs = msSince(f.start, os[0].Sent)
+		ph.EndMs = msSince(f.start, os[len(os)-1].Done)
+	}
+	f.phases = append(f.phases, ph)
+	for _, o := range os {
+		f.shots = append(f.shots, shot{obs: o, phase: phase, key: key})
+	}
+}
+
+func msSince(t0, t time.Time) float64 { return float64(t.Sub(t0).Microseconds()) / 1000 }
+
+// RunFingerprint fingerprints o.URL's limiter. Errors as Run's.
+func RunFingerprint(ctx context.Context, o Options) (Fingerprint, error) {
+	if err := o.Validate(); err != nil {
+		return Fingerprint{}, err
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = DefaultMaxWait
+	}
+	client := o.Client
+	if client == nil {
+		client = newClient(o.Timeout)
+		defer client.CloseIdleConnections()
+	}
+	p := &prober{o: o, client: client, budget: math.MaxInt}
+	method := o.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	res := Fingerprint{Header: doc.Header{Kind: FingerprintKind, Version: FingerprintVersion}, Target: secret.URL(o.URL), Method: method,
+		Phases: []Phase{}, Fits: []Candidate{}, NearMisses: []Candidate{}, Observations: []Observation{}, Checks: []doc.Check{}}
+	f := &fp{p: p, id: func(l string) string { return "fp-" + o.RunID + "-" + l }, start: time.Now()}
+	res.StartedAt = f.start
+
+	first, err := p.send(ctx, f.id("A"))
+	if err != nil {
+		return res, err
+	}
+	if first.Err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, exitcode.Unreachablef("target %s could not be reached: %v", secret.URL(o.URL), secret.Redact(first.Err.Error()))
+	}
+	f.d = &data{skipped: map[string]string{}}
+	f.d.learnPolicy(first.Header, o)
+	p.budget = o.Budget
+	if p.budget == 0 {
+		p.budget = FingerprintBudget(f.d.q)
+	}
+	maxTime := o.MaxTime
+	if maxTime == 0 {
+		maxTime = DefaultMaxTime(f.d.w)
+	}
+	p.deadline = f.start.Add(maxTime)
+	res.Budget = p.budget
+	if first.refused() {
+		// a fresh identity refused: the quota is shared (keyed by
+		// address) and something spent it, perhaps a probe just before;
+		// wait for a request to pass and start from there
+		waited, err := f.awaitQuota(ctx, first)
+		if err != nil {
+			return res, err
+		}
+		if waited.refused() {
+			return res, exitcode.Failf("the first request of a fresh identity was refused (%d), and no request passed within --max-wait (%s): nothing to fingerprint from", first.Status, o.MaxWait)
+		}
+		f.notes = append(f.notes, fmt.Sprintf("a fresh identity's first request was refused: the quota is shared and was spent; the fingerprint began %s later, when a request passed again", waited.Sent.Sub(first.Sent).Round(10*time.Millisecond)))
+		first = waited
+		f.start = first.Sent
+		res.StartedAt = f.start
+	}
+	err = f.collect(ctx, first)
+	switch {
+	case errors.Is(err, errBudget):
+		f.notes = append(f.notes, fmt.Sprintf("the request budget (%d) ran out: the later phases did not run, so fewer models are ruled out", p.budget))
+	case errors.Is(err, errTime):
+		f.notes = append(f.notes, fmt.Sprintf("--max-time (%s) passed: the later phases did not run, so fewer models are ruled out", maxTime))
+	case err != nil:
+		return res, err
+	}
+	res.Requests, res.Peer = p.sent, p.peer
+	res.Phases = f.phases
+	res.Policy = Policy{Quota: f.d.q, WindowMs: float64(f.d.w) / float64(time.Millisecond), Source: f.d.policy}
+	cands := f.candidates()
+	res.Candidates = len(cands)
+	res.Observations = f.observations()
+	f.judge(&res, cands)
+	res.Notes = f.notes
+	res.ElapsedMs = msSince(f.start, time.Now())
+	c := doc.Check{ID: CheckFingerprint, Pass: len(res.Fits) > 0}
+	if c.Pass {
+		c.Message = fmt.Sprintf("%s fits every one of %d requests", res.Fits[0].Description, len(f.shots))
+		if len(res.Fits) > 1 {
+			c.Message += fmt.Sprintf(" (and %d more models)", len(res.Fits)-1)
+		}
+	} else {
+		c.Message = fmt.Sprintf("none of %d models fits every request", len(cands))
+		if len(res.NearMisses) > 0 {
+			c.Message += fmt.Sprintf("; the nearest, %s, misses %d: %s", res.NearMisses[0].Description, res.NearMisses[0].Mismatches, res.NearMisses[0].RuledOutBy)
+		}
+	}
+	res.Checks = []doc.Check{c}
+	res.Verdict = doc.Verdict(res.Checks)
+	return res, nil
+}
+
+// FingerprintBudget is the request budget for a quota q (0: unknown):
+// about a dozen quotas and the polling.
+func FingerprintBudget(q int64) int {
+	if q <= 0 {
+		q = unknownQuotaCap / 4
+	}
+	return int(min(14*q+300, MaxBudget))
+}
+
+// quota is the burst the first phase measured, or the advertised quota.
+func (f *fp) burstCap() int {
+	if f.d.q > 0 {
+		return int(min(2*f.d.q+5, MaxQuotaExhausted))
+	}
+	return unknownQuotaCap
+}
+
+// collect runs the phases. A's run (burst, refill, burst, drain, burst)
+// goes first; the straddles and the refusal run are on identities of
+// their own, side by side, so the whole takes about two windows.
+func (f *fp) collect(ctx context.Context, first obs) error {
+	p := f.p
+	a := []obs{first}
+	more, err := p.exhaust(ctx, f.id("A"), f.burstCap()-1)
+	a = append(a, more...)
+	// and a few more refused, so the quota is surely spent
+	if err == nil && a[len(a)-1].refused() {
+		extra, _, e := p.burst(ctx, f.id("A"), 3)
+		a, err = append(a, extra...), e
+	}
+	f.add("burst", "a burst from a fresh key: the quota at once", "A", a)
+	if err != nil {
+		return err
+	}
+	b := count(a)
+	if b == len(a) {
+		f.notes = append(f.notes, fmt.Sprintf("a burst of %d was never refused: the limiter is looser than the probe's cap, or there is none", len(a)))
+		return nil
+	}
+	// isolation: a fresh identity right after A ran out. Refused, the
+	// identities share one quota (a limiter keyed by address): the
+	// phases then run one after another, and every request is replayed
+	// on one key.
+	iso, err := p.send(ctx, f.id("B"))
+	if err != nil {
+		return err
+	}
+	f.shared = iso.refused()
+	f.add("isolation", "one request from a fresh identity right after the burst ran out: its own quota, or one shared by address", "B", []obs{iso})
+	if f.shared {
+		f.notes = append(f.notes, "a fresh identity was refused right after the burst: the identities share one quota (a limiter keyed by address), so the phases ran one after another")
+	}
+	if f.d.q <= 0 {
+		f.d.q, f.d.policy = int64(b), "the first burst"
+	}
+	// the refill: single requests, further and further apart, until one
+	// passes, then the next one
+	poll, err := f.pollUntil(ctx, "A", a[len(a)-1].Done, 3, false)
+	f.add("refill", "single requests after the burst, ever further apart, until three pass: the refill's rate, or the window's end", "A", poll)
+	if err != nil {
+		return err
+	}
+	firstBack := -1
+	for i, o := range poll {
+		if o.admitted() {
+			firstBack = i
+			break
+		}
+	}
+	if firstBack < 0 {
+		f.notes = append(f.notes, "no request passed again within the probe's wait: the refill phases did not run")
+		return nil
+	}
+	back := poll[firstBack].Done.Sub(a[0].Sent)
+	guessed := f.d.w <= 0
+	if guessed {
+		f.d.w = back.Round(100 * time.Millisecond)
+	}
+	after, _, err := p.burst(ctx, f.id("A"), b+2)
+	f.add("after-refill", "a burst as soon as a request passed again: all of the quota back (a window's end), or a few (a refill)", "A", after)
+	if err != nil {
+		return err
+	}
+	// the refill's rate, from the first two requests that passed again
+	var ratePerS float64
+	var passed []obs
+	for _, o := range poll {
+		if o.admitted() {
+			passed = append(passed, o)
+		}
+	}
+	// the first pass may come late (the polling was sparse by then);
+	// the next ones were polled 20 ms apart, so their gap is the rate's
+	if len(passed) > 2 {
+		if gap := passed[2].Sent.Sub(passed[1].Sent); gap > 0 {
+			ratePerS = 1 / gap.Seconds()
+		}
+	} else if len(passed) > 1 {
+		if gap := passed[1].Sent.Sub(passed[0].Sent); gap > 0 {
+			ratePerS = 1 / gap.Seconds()
+		}
+	}
+	// the quota back at once: what the burst got and what the polling
+	// took since the first request passed again
+	if guessed && count(after)+len(passed) >= b-1 {
+		// the whole quota came back at once, so a window ended; with no
+		// policy to say how long windows are, time the next one from
+		// this one's end
+		next, err := f.pollUntil(ctx, "A", lastDone(after), 1, true)
+		f.add("next-window", "single requests until the quota is back again: one window's length, end to end", "A", next)
+		if err != nil {
+			return err
+		}
+		// each window's end lies between the last refused request and
+		// the first admitted one; the window is the distance between two
+		// ends, within these bounds
+		b1lo, b1hi := boundary(poll, firstBack, a[len(a)-1])
+		for i, o := range next {
+			if o.admitted() {
+				b2lo, b2hi := boundary(next, i, lastObs(after))
+				f.windowLo, f.windowHi = b2lo.Sub(b1hi), b2hi.Sub(b1lo)
+				f.d.w = ((f.windowLo + f.windowHi) / 2).Round(100 * time.Millisecond)
+				break
+			}
+		}
+	} else if guessed && ratePerS > 0 {
+		f.d.w = time.Duration(float64(b) / ratePerS * float64(time.Second)).Round(100 * time.Millisecond)
+	}
+	// a full drain, then a burst: nginx gives burst + 1 to a new key and
+	// burst after draining; a bucket gives its capacity both times
+	drain := max(f.d.w, back) + 300*time.Millisecond
+	if ratePerS > 0 {
+		drain = max(drain, time.Duration(float64(b)/ratePerS*float64(time.Second))+300*time.Millisecond)
+	}
+	if err := f.wait(ctx, lastDone(after), drain); err != nil {
+		return err
+	}
+	again, _, err := p.burst(ctx, f.id("A"), b+2)
+	f.add("after-drain", "a burst once everything drained: the capacity again, or one less (a leaky bucket's key is not new any more)", "A", again)
+	if err != nil {
+		return err
+	}
+
+	rest := []func(context.Context, int) error{f.refusalsCount, f.straddleFirst, f.straddleClock}
+	if f.shared {
+		// one quota: each phase after a full drain, one after another
+		last := lastDone(again)
+		for _, run := range rest {
+			if err := f.wait(ctx, last, drain); err != nil {
+				return err
+			}
+			if err := run(ctx, b); err != nil {
+				return err
+			}
+			last = f.lastDone()
+		}
+		return nil
+	}
+	// the rest side by side, each on its own identity
+	var wg sync.WaitGroup
+	errs := make(chan error, len(rest))
+	for _, run := range rest {
+		wg.Go(func() { errs <- run(ctx, b) })
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// lastDone is when the latest answer so far came back.
+func (f *fp) lastDone() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var t time.Time
+	for _, s := range f.shots {
+		if s.Done.After(t) {
+			t = s.Done
+		}
+	}
+	return t
+}
+
+func lastDone(os []obs) time.Time { return os[len(os)-1].Done }
+
+func lastObs(os []obs) obs { return os[len(os)-1] }
+
+// boundary bounds when the quota came back before polls[i], the first
+// admitted poll: after the send of the refused request before it (a poll,
+// or before for the first), and before its answer.
+func boundary(polls []obs, i int, before obs) (lo, hi time.Time) {
+	lo = before.Sent
+	if i > 0 {
+		lo = polls[i-1].Sent
+	}
+	return lo, polls[i].Done
+}
+
+// observations are the shots in send order, as the document keeps them.
+func (f *fp) observations() []Observation {
+	shots := slices.Clone(f.shots)
+	sort.SliceStable(shots, func(i, j int) bool { return shots[i].Sent.Before(shots[j].Sent) })
+	out := make([]Observation, 0, len(shots))
+	for _, s := range shots {
+		out = append(out, Observation{Phase: s.phase, Identity: s.key, SentMs: msSince(f.start, s.Sent), DoneMs: msSince(f.start, s.Done), Status: s.Status})
+	}
+	return out
+}
+
+// awaitQuota polls single requests of identity A, ever further apart,
+// until one passes or --max-wait passes; it returns the last answer.
+func (f *fp) awaitQuota(ctx context.Context, refused obs) (obs, error) {
+	step := 50 * time.Millisecond
+	last := refused
+	for time.Since(refused.Done) < f.p.o.MaxWait {
+		if err := sleepUntil(ctx, last.Done.Add(step)); err != nil {
+			return last, err
+		}
+		o, err := f.p.send(ctx, f.id("A"))
+		if err != nil {
+			return last, err
+		}
+		last = o
+		if o.admitted() {
+			return o, nil
+		}
+		step = min(time.Duration(float64(step)*1.4), 2*time.Second)
+	}
+	return last, nil
+}
+
+// wait sleeps until d after t, unless that passes --max-wait or
+// --max-time (errTime).
+func (f *fp) wait(ctx context.Context, t time.Time, d time.Duration) error {
+	if d > f.p.o.MaxWait || !f.p.deadline.IsZero() && t.Add(d).After(f.p.deadline) {
+		return errTime
+	}
+	return sleepUntil(ctx, t.Add(d))
+}
+
+// pollUntil sends single requests as identity after t, 20 ms apart at
+// first and 1.4 times further apart each time (at most a tenth of the
+// window once known), until n have passed or the wait passes --max-wait.
+//
+// timing says the polling measures a window whose length is not known
+// yet: it then waits up to --max-wait, 100 ms apart at most.
+func (f *fp) pollUntil(ctx context.Context, key string, t time.Time, n int, timing bool) ([]obs, error) {
+	var out []obs
+	step := 20 * time.Millisecond
+	limit := f.p.o.MaxWait
+	if f.d.w > 0 && !timing {
+		limit = min(limit, 2*f.d.w+time.Second)
+	}
+	passed := 0
+	next := t
+	for time.Since(t) < limit && passed < n {
+		next = next.Add(step)
+		if err := sleepUntil(ctx, next); err != nil {
+			return out, err
+		}
+		o, err := f.p.send(ctx, f.id(key))
+		if err != nil {
+			return out, err
+		}
+		out = append(out, o)
+		if o.admitted() {
+			passed++
+			step = 20 * time.Millisecond // the next one comes at the rate
+			next = o.Done
+			continue
+		}
+		if timing {
+			step = min(time.Duration(float64(step)*1.4), 100*time.Millisecond)
+		} else if f.d.w > 0 {
+			step = min(time.Duration(float64(step)*1.4), max(f.d.w/10, 20*time.Millisecond))
+		} else {
+			// no policy: a window's end found within an eighth of the
+			// wait so far, so two ends measure the window
+			step = min(time.Duration(float64(step)*1.4), max(100*time.Millisecond, time.Since(t)/8))
+		}
+	}
+	return out, nil
+}
+
+// refusalsCount spends a fresh key's quota, keeps sending while refused
+// for half a window, waits half a window and sends a burst: a limiter
+// that counts its refusals (haproxy, INCR-first scripts) is still closed.
+func (f *fp) refusalsCount(ctx context.Context, b int) error {
+	burst, _, err := f.p.burst(ctx, f.id("H"), b)
+	if err != nil {
+		return err
+	}
+	var hammer []obs
+	end := time.Now().Add(f.d.w / 2)
+	for time.Now().Before(end) {
+		o, err := f.p.send(ctx, f.id("H"))
+		if err != nil {
+			return err
+		}
+		hammer = append(hammer, o)
+		if err := sleepUntil(ctx, time.Now().Add(max(f.d.w/40, 10*time.Millisecond))); err != nil {
+			return err
+		}
+	}
+	f.add("refused-kept-up", "a fresh key's quota spent, then requests kept up while refused", "H", append(burst, hammer...))
+	if len(hammer) == 0 {
+		return nil
+	}
+	if err := f.wait(ctx, lastDone(hammer), f.d.w/2+f.d.w/4); err != nil {
+		return err
+	}
+	after, _, err := f.p.burst(ctx, f.id("H"), b+2)
+	f.add("after-refusals", "a burst three quarters of a window later: refused if the refusals were counted", "H", after)
+	return err
+}
+
+// straddleFirst: one request from a fresh key, the rest of its quota just
+// before that key's first window ends, a burst just after: a fixed
+// window from the first request admits the whole quota again, a sliding
+// log one, a weighted counter about none.
+func (f *fp) straddleFirst(ctx context.Context, b int) error {
+	one, err := f.p.send(ctx, f.id("C"))
+	if err != nil {
+		return err
+	}
+	w := f.d.w
+	if err := f.wait(ctx, one.Done, w-250*time.Millisecond); err != nil {
+		return err
+	}
+	rest, _, err := f.p.burst(ctx, f.id("C"), b-1)
+	if err != nil {
+		return err
+	}
+	if err := f.wait(ctx, one.Done, w+150*time.Millisecond); err != nil {
+		return err
+	}
+	after, _, err := f.p.burst(ctx, f.id("C"), b+2)
+	f.add("first-window-edge", "one request, the rest of the quota just before that key's first window ends, a burst just after it", "C", append(append([]obs{one}, rest...), after...))
+	return err
+}
+
+// straddleClock: a fresh key's quota spent just before a boundary of the
+// clock's windows (a multiple of the window in Unix time), a burst just
+// after: windows on the clock admit it, windows from the first request
+// do not.
+func (f *fp) straddleClock(ctx context.Context, b int) error {
+	w := f.d.w
+	now := time.Now().UnixMilli()
+	wm := w.Milliseconds()
+	if wm <= 0 {
+		return nil
+	}
+	boundary := (now/wm + 1) * wm
+	if boundary-now < 400 {
+		boundary += wm
+	}
+	at := time.UnixMilli(boundary - 300)
+	if err := f.wait(ctx, time.Now(), time.Until(at)); err != nil {
+		return err
+	}
+	before, _, err := f.p.burst(ctx, f.id("D"), b)
+	if err != nil {
+		return err
+	}
+	if err := sleepUntil(ctx, time.UnixMilli(boundary+150)); err != nil {
+		return err
+	}
+	after, _, err := f.p.burst(ctx, f.id("D"), b+2)
+	f.add("clock-edge", "a fresh key's quota spent just before a boundary of the clock's windows, a burst just after", "D", append(before, after...))
+	return err
+}
+
+// candidates are the models worth trying: every family with the quota
+// the first burst showed and the windows and rates the policy and the
+// refill suggest.
+func (f *fp) candidates() []limiter.Params {
+	var b int64
+	for _, s := range f.shots {
+		if s.phase == "burst" && s.admitted() {
+			b++
+		}
+	}
+	if b == 0 {
+		return nil
+	}
+	windows := map[time.Duration]bool{}
+	rates := map[string]bool{}
+	if f.d.w > 0 {
+		windows[f.d.w] = true
+		rates[rateText(float64(b)/f.d.w.Seconds())] = true
+		if f.d.q > 0 {
+			rates[rateText(float64(f.d.q)/f.d.w.Seconds())] = true
+		}
+	}
+	// the refill: the interval between the first two requests that
+	// passed again, and the time from the burst's start to the first
+	var back []obs
+	for _, s := range f.shots {
+		if s.phase == "refill" && s.admitted() {
+			back = append(back, s.obs)
+		}
+	}
+	burstStart := f.shots[0].Sent
+	if len(back) > 0 {
+		windows[back[0].Done.Sub(burstStart).Round(100*time.Millisecond)] = true
+	}
+	for i := 1; i < len(back) && i < 3; i++ {
+		if gap := back[i].Sent.Sub(back[i-1].Sent); gap > 0 {
+			rates[rateText(1/gap.Seconds())] = true
+		}
+	}
+	// a rate or window read off the clock is approximate: the round
+	// values near it are tried too, and the replay tells which is right
+	for rt := range maps.Clone(rates) {
+		if r, err := rateParse(rt); err == nil {
+			for _, n := range roundRates(r.PerSecond()) {
+				rates[n] = true
+			}
+		}
+	}
+	for w := range maps.Clone(windows) {
+		if s := w.Round(time.Second); s > 0 && absDur(s-w) <= w/5 {
+			windows[s] = true
+		}
+	}
+	for _, w := range roundWindows(f.windowLo, f.windowHi) {
+		windows[w] = true
+	}
+	var out []limiter.Params
+	add := func(p limiter.Params) {
+		p.Cost = 1
+		if p.Validate() == nil && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	for rt := range rates {
+		r, err := rateParse(rt)
+		if err != nil {
+			continue
+		}
+		add(limiter.Params{Algo: limiter.TokenBucket, Capacity: b, Rate: r})
+		add(limiter.Params{Algo: limiter.GCRA, Burst: b, Rate: r})
+		add(limiter.Params{Algo: limiter.LeakyBucket, Burst: b - 1, Rate: r})
+	}
+	for w := range windows {
+		if w <= 0 {
+			continue
+		}
+		add(limiter.Params{Algo: limiter.FixedWindow, Limit: b, Window: w})
+		add(limiter.Params{Algo: limiter.FixedWindow, Limit: b, Window: w, Align: limiter.AlignClock})
+		for _, cr := range []bool{false, true} {
+			add(limiter.Params{Algo: limiter.SlidingWindow, Limit: b, Window: w, CountRefused: cr})
+			for _, round := range []string{limiter.RoundFloor, limiter.RoundNearest, limiter.RoundNone} {
+				for _, al := range []string{limiter.AlignClock, limiter.AlignFirst} {
+					add(limiter.Params{Algo: limiter.SlidingWindowCounter, Limit: b, Window: w, Round: round, Align: al, CountRefused: cr})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// roundRates are the whole rates per second (or per minute, below one a
+// second) within a quarter of perSec: a rate timed by polling is off by a
+// poll's step.
+func roundRates(perSec float64) []string {
+	var out []string
+	unit, per := "/s", perSec
+	if perSec < 1 {
+		unit, per = "/m", perSec*60
+	}
+	// whole numbers near small rates, round ones near large: 5, 6, 7 for
+	// 6.2; 35, 40, ... 55 for 45
+	step := math.Max(1, math.Pow(10, math.Floor(math.Log10(per)))/2)
+	seen := map[float64]bool{}
+	add := func(n float64) {
+		if n >= 1 && n >= per*0.75 && n <= per*1.25 && !seen[n] {
+			seen[n] = true
+			out = append(out, strconv.FormatFloat(n, 'f', 0, 64)+unit)
+		}
+	}
+	add(math.Floor(per))
+	add(math.Ceil(per))
+	for n := math.Ceil(per*0.75/step) * step; n <= per*1.25; n += step {
+		add(n)
+	}
+	return out
+}
+
+// roundWindows are the whole seconds between lo and hi, or when there is
+// none, the tenths of a second (at most ten, nearest the middle first).
+func roundWindows(lo, hi time.Duration) []time.Duration {
+	if lo <= 0 || hi < lo {
+		return nil
+	}
+	var out []time.Duration
+	for w := (lo + time.Second - 1).Truncate(time.Second); w <= hi; w += time.Second {
+		out = append(out, w)
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for w := (lo + 100*time.Millisecond - 1).Truncate(100 * time.Millisecond); w <= hi && len(out) < 10; w += 100 * time.Millisecond {
+		out = append(out, w)
+	}
+	return out
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+func rateText(perSec float64) string {
+	// two significant digits: a rate read off a refill is approximate
+	return strconv.FormatFloat(perSec, 'g', 2, 64) + "/s"
+}
+
+// judge replays every candidate over the shots, per identity, at the
+// sends and at the answers, and ranks them.
+func (f *fp) judge(res *Fingerprint, cands []limiter.Params) {
+	shots := slices.Clone(f.shots)
+	sort.SliceStable(shots, func(i, j int) bool { return shots[i].Sent.Before(shots[j].Sent) })
+	var all []Candidate
+	for _, p := range cands {
+		l, err := limiter.NewLimiter(p)
+		if err != nil {
+			continue
+		}
+		c := Candidate{Model: p.Spec(), Description: p.Describe(), Exact: true, odd: f.oddness(p)}
+		for _, group := range f.byKey(shots) {
+			replayGroup(l, group, &c, f.why)
+		}
+		all = append(all, c)
+	}
+	// fits first (exact before those agreeing only between send and
+	// answer, then in the registry's order); misses by how few they miss
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.Mismatches != b.Mismatches {
+			return a.Mismatches < b.Mismatches
+		}
+		if a.odd != b.odd {
+			return a.odd < b.odd
+		}
+		return a.Exact && !b.Exact
+	})
+	// the near misses: the nearest of each family that has no fit first
+	// (what rules out a fixed window, a sliding log...), then the nearest
+	// of the rest
+	family := func(c Candidate) string { a, _, _ := strings.Cut(c.Model, ":"); return a }
+	fitted, shown := map[string]bool{}, map[string]bool{}
+	for _, c := range all {
+		if c.Mismatches == 0 {
+			res.Fits = append(res.Fits, c)
+			fitted[family(c)] = true
+		}
+	}
+	var rest []Candidate
+	for _, c := range all {
+		switch {
+		case c.Mismatches == 0:
+		case !fitted[family(c)] && !shown[family(c)] && len(res.NearMisses) < maxNearMisses:
+			res.NearMisses = append(res.NearMisses, c)
+			shown[family(c)] = true
+		default:
+			rest = append(rest, c)
+		}
+	}
+	for _, c := range rest {
+		if len(res.NearMisses) < maxNearMisses {
+			res.NearMisses = append(res.NearMisses, c)
+		}
+	}
+	res.Equivalent = equivalence(res.Fits)
+}
+
+// oddness counts p's parameters that are read off the clock rather than
+// round (a window not a whole second, a rate not whole per second or per
+// minute) or that disagree with an advertised policy: between models
+// that fit alike, the plainer one is what an operator configured.
+func (f *fp) oddness(p limiter.Params) int {
+	n := 0
+	if p.Window > 0 && p.Window%time.Second != 0 {
+		n++
+	}
+	if !p.Rate.IsZero() {
+		ps := p.Rate.PerSecond()
+		if ps != math.Trunc(ps) && ps*60 != math.Trunc(ps*60) {
+			n++
+		}
+	}
+	if f.d.q > 0 && f.d.w > 0 && f.d.policy != "the first burst" {
+		l, err := limiter.NewLimiter(p)
+		if err == nil {
+			if adv := l.Policy(); adv.Quota != f.d.q || time.Duration(adv.WindowSeconds)*time.Second != f.d.w {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// byKey groups the shots (in send order) by the quota they spend: one
+// group per identity, or one for all when the identities share a quota.
+func (f *fp) byKey(shots []shot) [][]shot {
+	var keys []string
+	groups := map[string][]shot{}
+	for _, s := range shots {
+		if s.Err != nil {
+			continue
+		}
+		k := s.key
+		if f.shared {
+			k = ""
+		}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], s)
+	}
+	out := make([][]shot, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, groups[k])
+	}
+	return out
+}
+
+// replayGroup replays one key's shots through l's model. The target
+// decided each request at some moment between its send and its answer,
+// in an order nobody outside sees when requests overlap (a burst sent at
+// once), so the shots are replayed in clusters: a cluster is a run of
+// requests whose send-to-answer spans overlap or follow each other
+// closely (clusterGap), and the question is how many of them the target
+// admitted. Each cluster is tried at moments from its first send to its
+// last answer, with a margin either side (slack: the group's longest
+// latency plus 10 ms, at most maxSlack: a slow answer means the target
+// may have decided that request, and everything after it, that much
+// later), every request at that moment kept within its own span. The
+// model fits when some choice of moments, one per cluster, admits as
+// many as the target did in every cluster (a search: the earliest
+// moments first, earlier clusters revisited when a later one cannot be
+// explained). Otherwise each cluster misses by the difference at its
+// nearest moment. Exact is true when every cluster is explained at its
+// first send.
+func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot, int, int) string) {
+	var worst time.Duration
+	for _, s := range group {
+		worst = max(worst, s.Done.Sub(s.Sent))
+	}
+	slack := min(worst+10*time.Millisecond, maxSlack).Milliseconds()
+	cls := clusters(group)
+	wants := make([]int, len(cls))
+	for k, cl := range cls {
+		for _, s := range cl {
+			if s.admitted() {
+				wants[k]++
+			}
+		}
+	}
+	// place replays history, then cl at moment t (each request kept
+	// within its own span and the slack), and says how many it admits
+	place := func(history []int64, cl []shot, t int64) ([]int64, int) {
+		m := l.Model()
+		last := int64(math.MinInt64)
+		for _, h := range history {
+			m.Allow(h, 1)
+			last = h
+		}
+		at := make([]int64, len(cl))
+		got := 0
+		for i, s := range cl {
+			ti := min(max(t, s.Sent.UnixMilli()-slack), s.Done.UnixMilli()+slack)
+			ti = max(ti, last) // a model's clock never goes back
+			at[i], last = ti, ti
+			if m.Allow(ti, 1).Allowed {
+				got++
+			}
+		}
+		return at, got
+	}
+	// a search for moments that explain every cluster: the first moment
+	// that explains a cluster is tried first; when a later cluster cannot
+	// be explained, the earlier ones try their other moments, within a
+	// budget of placements
+	budget := searchBudget
+	exact := true
+	var search func(k int, history []int64, atSend bool) bool
+	search = func(k int, history []int64, atSend bool) bool {
+		if k == len(cls) {
+			exact = atSend
+			return true
+		}
+		for j, t := range moments(cls[k], slack) {
+			if budget == 0 {
+				return false
+			}
+			budget--
+			at, got := place(history, cls[k], t)
+			if got == wants[k] && search(k+1, append(history[:len(history):len(history)], at...), atSend && j == 0) {
+				return true
+			}
+		}
+		return false
+	}
+	if search(0, nil, true) {
+		c.Exact = exact
+		return
+	}
+	// no moments explain every cluster: count what the nearest moments
+	// miss, cluster by cluster
+	c.Exact = false
+	var history []int64
+	for k, cl := range cls {
+		var best []int64
+		bestDiff := math.MaxInt
+		for _, t := range moments(cl, slack) {
+			at, got := place(history, cl, t)
+			diff := got - wants[k]
+			if diff < 0 {
+				diff = -diff
+			}
+			if diff < bestDiff {
+				best, bestDiff = at, diff
+			}
+			if diff == 0 {
+				break
+			}
+		}
+		if bestDiff > 0 {
+			c.Mismatches += bestDiff
+			if c.RuledOutBy == "" {
+				c.RuledOutBy = why(cl, wants[k], wants[k]+bestDiff*sign(l, history, cl, best))
+			}
+		}
+		history = append(history, best...)
+	}
+}
+
+// moments are the moments a cluster is tried at: its first send, its last
+// answer, seven between, and the slack either side.
+func moments(cl []shot, slack int64) []int64 {
+	lo, hi := cl[0].Sent.UnixMilli(), cl[0].Done.UnixMilli()
+	for _, s := range cl {
+		hi = max(hi, s.Done.UnixMilli())
+	}
+	out := []int64{lo, hi}
+	for k := int64(1); k < 8; k++ {
+		out = append(out, lo+(hi-lo)*k/8)
+	}
+	return append(out, lo-slack, hi+slack)
+}
+
+// searchBudget bounds the placements one model's search may try: enough
+// to revisit the last few clusters' moments, not every combination.
+const searchBudget = 3000
+
+// maxNearMisses is how many near misses the document keeps.
+const maxNearMisses = 6
+
+// maxSlack bounds the margin around each moment: below the 150 ms by
+// which the designed phases straddle an edge, so a margin never blurs
+// the windows they tell apart.
+const maxSlack = 100 * time.Millisecond
+
+// clusterGap joins requests sent back to back into one cluster: less
+// than the 20 ms between polls.
+const clusterGap = 15 * time.Millisecond
+
+// sign is +1 when the model, at the moments kept, admits more of cl than
+// the target did, -1 when fewer.
+func sign(l *limiter.Limiter, history []int64, cl []shot, at []int64) int {
+	m := l.Model()
+	for _, h := range history {
+		m.Allow(h, 1)
+	}
+	got, want := 0, 0
+	for i, s := range cl {
+		if m.Allow(at[i], 1).Allowed {
+			got++
+		}
+		if s.admitted() {
+			want++
+		}
+	}
+	if got < want {
+		return -1
+	}
+	return 1
+}
+
+// clusters splits shots (in send order) into runs whose send-to-answer
+// spans overlap or follow each other within clusterGap: a burst, sent at
+// once or back to back, is one cluster.
+func clusters(shots []shot) [][]shot {
+	var out [][]shot
+	var end time.Time
+	for _, s := range shots {
+		if len(out) > 0 && s.Sent.Before(end.Add(clusterGap)) {
+			out[len(out)-1] = append(out[len(out)-1], s)
+		} else {
+			out = append(out, []shot{s})
+			end = time.Time{}
+		}
+		if s.Done.After(end) {
+			end = s.Done
+		}
+	}
+	return out
+}
+
+// why says which requests ruled a model out, in the words of their
+// phase: the target admitted did of them, the model would admit would.
+func (f *fp) why(cl []shot, did, would int) string {
+	s := cl[0]
+	if len(cl) == 1 {
+		done, would1 := "refused", "refuse"
+		if did == 1 {
+			done = "admitted"
+		}
+		if would == 1 {
+			would1 = "admit"
+		}
+		return fmt.Sprintf("phase %s (identity %s), the request at +%.2fs: the target %s it; the model would %s it", s.phase, s.key, msSince(f.start, s.Sent)/1000, done, would1)
+	}
+	return fmt.Sprintf("phase %s (identity %s), %d requests at once at +%.2fs: the target admitted %d; the model would admit %d", s.phase, s.key, len(cl), msSince(f.start, s.Sent)/1000, did, would)
+}
+
+// equivalence names the fits that no arrival can tell apart: a token
+// bucket of capacity B and rate R, GCRA of burst B and rate R, and
+// nginx's leaky bucket of burst B-1 and rate R (nodelay) decide every
+// request alike, to the millisecond.
+func equivalence(fits []Candidate) string {
+	var algos []string
+	for _, c := range fits {
+		a, _, _ := strings.Cut(c.Model, ":")
+		if !slices.Contains(algos, a) {
+			algos = append(algos, a)
+		}
+	}
+	var same []string
+	for _, a := range []limiter.Algo{limiter.TokenBucket, limiter.GCRA, limiter.LeakyBucket} {
+		if slices.Contains(algos, string(a)) {
+			same = append(same, string(a))
+		}
+	}
+	if len(same) < 2 {
+		return ""
+	}
+	return strings.Join(same, ", ") + " fit alike: a token bucket of capacity B and rate R, GCRA of burst B and rate R and nginx's leaky bucket of burst B-1 and rate R (nodelay) admit every request alike, so no arrival tells them apart from outside (nginx's delay= mode would, by delaying)"
+}
+
+func rateParse(s string) (rate.Rate, error) { return rate.Parse(s) }

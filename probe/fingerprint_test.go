@@ -1,0 +1,237 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limtest"
+	"github.com/ratelimit-dev/ratelimit/rate"
+	"github.com/ratelimit-dev/ratelimit/redistest"
+)
+
+// fingerprintRuns is how many fingerprints each target gets: 1, or 10
+// with RATELIMIT_SOAK=1 (issue 22's acceptance).
+func fingerprintRuns() int {
+	if os.Getenv("RATELIMIT_SOAK") != "" {
+		return 10
+	}
+	return 1
+}
+
+func fingerprint(t *testing.T, url string, mod ...func(*Options)) Fingerprint {
+	t.Helper()
+	o := Options{URL: url, RunID: uuid.NewString()[:8]}
+	for _, m := range mod {
+		m(&o)
+	}
+	res, err := RunFingerprint(context.Background(), o)
+	if err != nil {
+		t.Fatalf("RunFingerprint(%s): %v", url, err)
+	}
+	if res.Requests > res.Budget {
+		t.Errorf("sent %d requests, over the budget of %d", res.Requests, res.Budget)
+	}
+	return res
+}
+
+func dumpFingerprint(t *testing.T, res Fingerprint) {
+	t.Helper()
+	t.Logf("%d requests of %d, %.0f ms, %d candidates, notes %q", res.Requests, res.Budget, res.ElapsedMs, res.Candidates, res.Notes)
+	for _, p := range res.Phases {
+		t.Logf("phase %-18s %s: %d sent, %d admitted, %.0f-%.0f ms", p.Name, p.Identity, p.Sent, p.Admitted, p.StartMs, p.EndMs)
+	}
+	for _, c := range res.Fits {
+		t.Logf("fit   %s (exact %v)", c.Model, c.Exact)
+	}
+	for _, c := range res.NearMisses {
+		t.Logf("miss  %s: %d, %s", c.Model, c.Mismatches, c.RuledOutBy)
+	}
+	var line strings.Builder
+	for i, o := range res.Observations {
+		fmt.Fprintf(&line, " %s%s@%.0f-%.0f=%d", o.Phase[:2], o.Identity, o.SentMs, o.DoneMs, o.Status)
+		if i%8 == 7 || i == len(res.Observations)-1 {
+			t.Log(line.String())
+			line.Reset()
+		}
+	}
+}
+
+// named reports whether the fingerprint names want (a spec) as its best
+// fit, or as a fit no arrival tells apart from the best one.
+func named(res Fingerprint, want string) bool {
+	if len(res.Fits) == 0 {
+		return false
+	}
+	if res.Fits[0].Model == want {
+		return true
+	}
+	if res.Equivalent == "" {
+		return false
+	}
+	for _, c := range res.Fits {
+		if c.Model == want {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFingerprintServe: the fingerprint names serve's algorithm and its
+// parameters, whichever it runs (a token bucket and GCRA of the same
+// burst and rate cannot be told apart: either is named, and the
+// equivalence said).
+func TestFingerprintServe(t *testing.T) {
+	cases := []limiter.Params{
+		{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")},
+		{Algo: limiter.GCRA, Rate: rate.MustParse("5/s"), Burst: 10},
+		{Algo: limiter.SlidingWindow, Limit: 10, Window: 2 * time.Second},
+		{Algo: limiter.FixedWindow, Limit: 10, Window: 2 * time.Second},
+	}
+	for _, p := range cases {
+		t.Run(string(p.Algo), func(t *testing.T) {
+			t.Parallel()
+			p.Cost = 1
+			want := p.Spec()
+			url := algoTarget(t, p)
+			for run := range fingerprintRuns() {
+				res := fingerprint(t, url)
+				if !named(res, want) || res.Verdict != Pass {
+					dumpFingerprint(t, res)
+					t.Fatalf("run %d: serve --algo %s: best fit %v, want %s", run, p.Algo, firstFit(res), want)
+				}
+				if (p.Algo == limiter.TokenBucket || p.Algo == limiter.GCRA) && res.Equivalent == "" {
+					t.Errorf("run %d: token bucket and GCRA fit alike, but no equivalence is said", run)
+				}
+				// the neighbours are ruled out, each by a request named
+				for _, c := range res.NearMisses {
+					if c.RuledOutBy == "" {
+						t.Errorf("near miss %s has no request that ruled it out", c.Model)
+					}
+				}
+			}
+		})
+	}
+}
+
+func firstFit(res Fingerprint) string {
+	if len(res.Fits) == 0 {
+		return "none"
+	}
+	return res.Fits[0].Model
+}
+
+// TestFingerprintNginx: Debian's nginx limit_req (5r/s, burst 9, nodelay)
+// is a leaky bucket of rate 5/s and burst 9: burst + 1 for a key it has
+// not seen, burst after draining.
+func TestFingerprintNginx(t *testing.T) {
+	t.Parallel()
+	url := limtest.Nginx(t, limtest.NginxLimit{Rate: "5r/s", Burst: 9, NoDelay: true, Key: "$http_x_api_key", Status: 429})
+	for run := range fingerprintRuns() {
+		res := fingerprint(t, url, func(o *Options) { o.IdentityHeader = "X-Api-Key" })
+		want := "leaky-bucket:rate=5/s,burst=9"
+		if !named(res, want) {
+			dumpFingerprint(t, res)
+			t.Fatalf("run %d: nginx limit_req 5r/s burst=9: best fit %s, want %s", run, firstFit(res), want)
+		}
+	}
+}
+
+// clockWindowLua is the fixed window of most Redis tutorials: the key
+// names the clock's window (floor(unix time / window)), INCR, EXPIREAT at
+// its end. ARGV: limit, window seconds. Reply: the count after INCR.
+const clockWindowLua = `
+local t = redis.call('TIME')
+local w = tonumber(ARGV[2])
+local slot = math.floor(tonumber(t[1]) / w)
+local key = KEYS[1] .. ':' .. slot
+local n = redis.call('INCR', key)
+if n == 1 then redis.call('EXPIREAT', key, (slot + 1) * w + 1) end
+return n`
+
+// clockWindowTarget serves a fixed window on the clock (INCR + EXPIREAT
+// on a real redis-server), keyed by the header idHeader ("": one key for
+// every client, as a limiter keyed by address on loopback), with no
+// RateLimit headers: the fingerprint has only the statuses to go by.
+func clockWindowTarget(t *testing.T, limit, windowSeconds int, idHeader string) string {
+	t.Helper()
+	tg := redistest.Standalone(t)
+	script := redis.NewScript(clockWindowLua)
+	prefix := "{fp-clock-" + uuid.NewString()[:8] + "}"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if keys, err := tg.Client.Keys(ctx, prefix+"*").Result(); err == nil && len(keys) > 0 {
+			tg.Client.Del(ctx, keys...)
+		}
+	})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := ""
+		if idHeader != "" {
+			id = r.Header.Get(idHeader)
+		}
+		n, err := script.Run(r.Context(), tg.Client, []string{prefix + id}, limit, windowSeconds).Int64()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if n > int64(limit) {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL + "/hello"
+}
+
+// TestFingerprintClockWindow: an INCR + EXPIREAT fixed window is named a
+// fixed window aligned to the clock, not one from the key's first request
+// (the clock-edge phase rules that out), though it sends no headers;
+// keyed by identity, or one key for all (the phases then run one after
+// another, and a fingerprint right after another waits for the quota).
+func TestFingerprintClockWindow(t *testing.T) {
+	for _, tc := range []struct{ name, header string }{{"per identity", DefaultIdentityHeader}, {"one key", ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			url := clockWindowTarget(t, 10, 2, tc.header)
+			for run := range fingerprintRuns() {
+				res := fingerprint(t, url)
+				want := "fixed-window:limit=10,window=2s,align=clock"
+				if !named(res, want) {
+					dumpFingerprint(t, res)
+					t.Fatalf("run %d: INCR+EXPIREAT window: best fit %s, want %s", run, firstFit(res), want)
+				}
+				// the same window from a key's first request is ruled out
+				// (another length may fit by coincidence; it ranks below)
+				for _, c := range res.Fits {
+					if c.Model == "fixed-window:limit=10,window=2s" {
+						t.Errorf("run %d: the 2 s window from the first request fits too: the clock-edge phase should rule it out", run)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestFingerprintNoLimiter: the negative control, a target that never
+// refuses: nothing fits, the check fails and says why.
+func TestFingerprintNoLimiter(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }))
+	t.Cleanup(ts.Close)
+	res := fingerprint(t, ts.URL, func(o *Options) { o.Budget = 300 })
+	if res.Verdict != Fail || len(res.Fits) != 0 {
+		dumpFingerprint(t, res)
+		t.Fatalf("a target without a limiter: verdict %s with %d fits, want fail with none", res.Verdict, len(res.Fits))
+	}
+}
