@@ -2,10 +2,12 @@ package load
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -117,4 +119,39 @@ func rawLoopTarget(b *testing.B) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// BenchmarkOpenLoop runs the whole engine, as `ratelimit load` does, at
+// RATELIMIT_BENCH_RATE (default 20000/s) for RATELIMIT_BENCH_DURATION
+// (default 5s) against RATELIMIT_BENCH_TARGET, a target in another process
+// (bench/load.sh's), so that a CPU profile of this process is the
+// generator's alone:
+//
+//	RATELIMIT_BENCH_TARGET=http://127.0.0.1:PORT/ go test -run '^$' \
+//	  -bench OpenLoop -benchtime 1x -cpuprofile cpu.out ./load
+//
+// It reports what a bench/load.sh run judges: sent and dropped shares of
+// the plan and the p99 latency from due. Without the variable it is
+// skipped: it measures a machine, not the code.
+func BenchmarkOpenLoop(b *testing.B) {
+	target := os.Getenv("RATELIMIT_BENCH_TARGET")
+	if target == "" {
+		b.Skip("set RATELIMIT_BENCH_TARGET=http://host:port/ (a target in another process)")
+	}
+	r := rate.MustParse(cmp.Or(os.Getenv("RATELIMIT_BENCH_RATE"), "20000") + "/s")
+	d, err := time.ParseDuration(cmp.Or(os.Getenv("RATELIMIT_BENCH_DURATION"), "5s"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		res, err := Run(context.Background(), Options{Target: target, Rate: r, Duration: d,
+			PreAllocatedVUs: 50, MaxVUs: 1000, Timeout: 10 * time.Second, MaxFailed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(100*float64(res.Sent)/float64(max(res.Planned, 1)), "%sent")
+		b.ReportMetric(float64(res.Dropped), "dropped")
+		b.ReportMetric(res.LatencyFromDue.P99, "p99-due-ms")
+		b.ReportMetric(float64(res.VUs.Peak), "vus")
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,9 +24,9 @@ import (
 type engine struct {
 	o      Options
 	sched  rate.Schedule
-	clock  Clock           // the dispatcher's time (nil: the real clock)
-	ids    *identities     // each identity's request, built when first sent (identities.go)
-	client client          // lean (h1.go) or net/http (std.go)
+	clock  Clock       // the dispatcher's time (nil: the real clock)
+	ids    *identities // each identity's request, built when first sent (identities.go)
+	client client      // lean (h1.go) or net/http (std.go)
 	// clientName is the stack in use: HTTPClientLean or HTTPClientStd
 	clientName string
 
@@ -405,5 +404,3 @@ func classify(err error) string {
 // ConnectKinds are the error kinds that mean the target could not be
 // reached at all (exit 3 when they are all a run got).
 var ConnectKinds = map[string]bool{"connection refused": true, "dns": true, "dial": true}
-
-func statusKey(s int) string { return strconv.Itoa(s) }

@@ -138,11 +138,16 @@ func TestH1StaleKeepAliveRetried(t *testing.T) {
 		}
 	}()
 	res := runLoad(t, Options{Target: "http://" + ln.Addr().String() + "/", Rate: rate.MustParse("20/s"), Duration: time.Second, PreAllocatedVUs: 1, MaxVUs: 1})
-	if res.Status["200"] != 20 || res.Failed != 0 {
-		t.Errorf("status %v failed %d errors %v; want 20 OK despite closed keep-alives", res.Status, res.Failed, res.Errors)
+	// one VU on a busy machine may not keep up and drop some of the 20
+	// (the generator's own count says so): every request it sent is judged
+	if res.Sent+res.Dropped != 20 || res.Sent < 2 {
+		t.Fatalf("%d sent, %d dropped; want the 20 planned, at least 2 sent (a second request meets the closed keep-alive)", res.Sent, res.Dropped)
 	}
-	if conns.Load() < 20 {
-		t.Errorf("%d connections, want one per request", conns.Load())
+	if res.Status["200"] != res.Sent || res.Failed != 0 {
+		t.Errorf("status %v failed %d errors %v of %d sent; want every one OK despite closed keep-alives", res.Status, res.Failed, res.Errors, res.Sent)
+	}
+	if conns.Load() < res.Sent {
+		t.Errorf("%d connections for %d requests, want one per request", conns.Load(), res.Sent)
 	}
 }
 

@@ -82,18 +82,28 @@ func (ct *closingTarget) serve(c net.Conn) {
 	_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
 }
 
-// check asserts the target read every identity of ids exactly once.
-func (ct *closingTarget) check(t *testing.T, runID string, n int) {
+// check asserts that the target read every request the run counts as
+// sent exactly once, and no other: sent distinct identities, among the
+// run's first planned, each read once.
+func (ct *closingTarget) check(t *testing.T, runID string, planned, sent int) {
 	t.Helper()
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
-	if len(ct.seen) != n {
-		t.Errorf("target read %d distinct requests, want %d", len(ct.seen), n)
+	if len(ct.seen) != sent {
+		t.Errorf("target read %d distinct requests, want %d (the requests sent)", len(ct.seen), sent)
 	}
-	for k := range n {
-		if got := ct.seen[IdentityValue(runID, k)]; got != 1 {
+	ours := 0
+	for k := range planned {
+		got := ct.seen[IdentityValue(runID, k)]
+		if got > 0 {
+			ours++
+		}
+		if got > 1 {
 			t.Errorf("target read request %d %d times, want once", k, got)
 		}
+	}
+	if ours != len(ct.seen) {
+		t.Errorf("target read %d requests that are not the run's: %v", len(ct.seen)-ours, ct.seen)
 	}
 }
 
@@ -116,22 +126,27 @@ func retriedOf(notes []string) int {
 // finds its connection closed once more on a new one and counts it; a
 // POST, which it may not send twice, is not sent on a closed connection
 // at all. Either way nothing fails, and the target reads every request
-// exactly once: none lost, none sent twice.
+// the run counts as sent exactly once: none lost, none sent twice. (On a
+// starved machine the single VU may drop an iteration as late; the
+// accounting stays exact: planned = sent + dropped.)
 func TestLeanKeepAliveClosedByTarget(t *testing.T) {
 	for _, method := range []string{http.MethodGet, http.MethodPost} {
 		t.Run(method, func(t *testing.T) {
 			ct := newClosingTarget(t)
 			runID := "closing-" + method
-			res := runLoad(t, Options{Target: ct.url, Method: method, Body: []byte("x"), Rate: rate.MustParse("50/s"), Duration: time.Second,
+			res := runLoad(t, Options{Target: ct.url, Method: method, Body: []byte("x"), Rate: rate.MustParse("25/s"), Duration: 2 * time.Second,
 				Identities: 50, RunID: runID, PreAllocatedVUs: 1, MaxVUs: 1, HTTPClient: HTTPClientLean})
-			if res.Sent != 50 || res.Status["200"] != 50 || res.Failed != 0 || len(res.Errors) != 0 {
-				t.Fatalf("sent %d status %v failed %d errors %v; want 50 answered 200", res.Sent, res.Status, res.Failed, res.Errors)
+			if res.Planned != 50 || res.Sent+res.Dropped != 50 || res.NotStarted != 0 {
+				t.Fatalf("planned %d sent %d dropped %d not started %d; want 50 = sent + dropped", res.Planned, res.Sent, res.Dropped, res.NotStarted)
 			}
-			ct.check(t, runID, 50)
+			if res.Sent < 25 || res.Status["200"] != res.Sent || res.Failed != 0 || len(res.Errors) != 0 {
+				t.Fatalf("sent %d status %v failed %d errors %v; want every request sent answered 200", res.Sent, res.Status, res.Failed, res.Errors)
+			}
+			ct.check(t, runID, 50, int(res.Sent))
 			// The first request goes on the connection dialled before the
 			// clock, which the target has not closed; every later one finds
 			// its connection closed.
-			want := 49
+			want := int(res.Sent) - 1
 			if method == http.MethodPost {
 				want = 0 // looked at first, and redialled: nothing to retry
 			}
@@ -158,8 +173,9 @@ func TestLeanWarmConnectionClosedBeforeUse(t *testing.T) {
 	t.Cleanup(srv.Close)
 	res := runLoad(t, Options{Target: srv.URL, Rate: rate.MustParse("10/s"), Duration: 2 * time.Second,
 		PreAllocatedVUs: 10, MaxVUs: 10, HTTPClient: HTTPClientLean})
-	if res.Sent != 20 || res.Status["200"] != 20 || len(res.Errors) != 0 || hits.Load() != 20 {
-		t.Fatalf("sent %d status %v errors %v, target answered %d; want 20 answered, no error", res.Sent, res.Status, res.Errors, hits.Load())
+	if res.Sent+res.Dropped != 20 || res.Sent < 10 || res.Status["200"] != res.Sent || len(res.Errors) != 0 || hits.Load() != res.Sent {
+		t.Fatalf("sent %d dropped %d status %v errors %v, target answered %d; want every request sent answered once, no error",
+			res.Sent, res.Dropped, res.Status, res.Errors, hits.Load())
 	}
 	// The VUs take iterations in turn: VU k first sends at k*100 ms, by
 	// when the target has closed its connection (for k >= 1 at least).
@@ -196,12 +212,12 @@ func TestLeanEOFIsExplained(t *testing.T) {
 	}()
 	res := runLoad(t, Options{Target: "http://" + ln.Addr().String() + "/", Rate: rate.MustParse("10/s"), Duration: 500 * time.Millisecond,
 		PreAllocatedVUs: 1, MaxVUs: 1, HTTPClient: HTTPClientLean, MaxFailed: 1})
-	if res.Errors["eof"] != 5 {
-		t.Fatalf("errors %v, want 5 eof", res.Errors)
+	if res.Sent+res.Dropped != 5 || res.Sent < 2 || res.Errors["eof"] != res.Sent {
+		t.Fatalf("sent %d dropped %d errors %v, want every request sent to end in eof", res.Sent, res.Dropped, res.Errors)
 	}
 	explained := false
 	for _, n := range res.Notes {
-		explained = explained || strings.HasPrefix(n, "5 requests ended in eof: the target closed the connection without answering")
+		explained = explained || strings.HasPrefix(n, fmt.Sprintf("%d requests ended in eof: the target closed the connection without answering", res.Sent))
 	}
 	if !explained {
 		t.Errorf("notes %q: no line explaining the eof errors", res.Notes)
@@ -216,17 +232,18 @@ func TestLeanEOFIsExplained(t *testing.T) {
 	}
 }
 
-// TestSoakServe is the soak the issue asks for: 20 runs at 100/s for 30 s
-// against `ratelimit serve` with the default client, and not one EOF (nor
-// any other transport error). It takes over ten minutes, so it runs only
-// with RATELIMIT_SOAK=1:
+// TestSoakServe runs the default client against `ratelimit serve`
+// (built from this tree) at 100/s and asserts not one EOF, nor any other
+// transport error, and every planned request sent or counted as dropped.
+// By default it is short (3 runs of 3 s); RATELIMIT_SOAK=1 runs the soak
+// the issue asks for, 20 runs of 30 s (over ten minutes):
 //
 //	RATELIMIT_SOAK=1 go test -run TestSoakServe -timeout 20m -v ./load
 func TestSoakServe(t *testing.T) {
-	if os.Getenv("RATELIMIT_SOAK") != "1" {
-		t.Skip("a soak of 20 runs of 30 s; set RATELIMIT_SOAK=1 to run it")
+	runs, dur := 3, 3*time.Second
+	if os.Getenv("RATELIMIT_SOAK") == "1" {
+		runs, dur = 20, 30*time.Second
 	}
-	runs, dur := 20, 30*time.Second
 	bin := filepath.Join(t.TempDir(), "ratelimit")
 	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -271,8 +288,8 @@ func TestSoakServe(t *testing.T) {
 		for _, n := range res.Errors {
 			errs += n
 		}
-		if res.Sent != res.Planned || res.Completed != res.Sent {
-			t.Errorf("run %d: planned %d sent %d completed %d", run, res.Planned, res.Sent, res.Completed)
+		if res.Sent+res.Dropped != res.Planned || res.Completed != res.Sent || res.Sent == 0 {
+			t.Errorf("run %d: planned %d sent %d dropped %d completed %d", run, res.Planned, res.Sent, res.Dropped, res.Completed)
 		}
 	}
 	if eofs != 0 || errs != 0 {

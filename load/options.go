@@ -151,11 +151,8 @@ const MaxStartWait = 24 * time.Hour
 // exit 2 and names the flag to fix. Commands call it before they create
 // files for the run's output.
 func (o Options) Validate() error {
-	o, err := o.withDefaults()
-	if err != nil {
-		return err
-	}
-	return nil
+	_, err := o.withDefaults()
+	return err
 }
 
 // withDefaults fills zero values and validates; errors are exit-2 errors

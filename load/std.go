@@ -20,7 +20,7 @@ import (
 type stdClient struct {
 	hc      *http.Client
 	tr      *http.Transport // nil when Options.Transport was given
-	ids     *identities // each identity's request, built when first sent
+	ids     *identities     // each identity's request, built when first sent
 	body    []byte
 	timeout time.Duration
 }

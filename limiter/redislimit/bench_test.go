@@ -57,8 +57,9 @@ func BenchmarkDecisions(b *testing.B) {
 		c := redis.NewClient(ro)
 		ctx := context.Background()
 		allow := func(ctx context.Context, key string) (limiter.Decision, error) { return Allow(ctx, c, l, key, 0) }
+		var s *Store
 		if path == "store" {
-			s := NewStore(c)
+			s = NewStore(c)
 			allow = func(ctx context.Context, key string) (limiter.Decision, error) { return s.Allow(ctx, l, key) }
 		}
 		if _, err := allow(ctx, key); err != nil { // loads the script, warms a connection
@@ -98,6 +99,27 @@ func BenchmarkDecisions(b *testing.B) {
 			b.ReportMetric(float64(conc), "conns")
 		})
 		_ = c.Del(ctx, key).Err()
+		if s != nil {
+			// the store's idle deciders give their connections back
+			// before the client closes (a connection put back into a
+			// closed pool makes go-redis log a line)
+			waitReaped(b, s.owned)
+		}
 		_ = c.Close()
 	}
+}
+
+// waitReaped waits until o holds no connection (every decider idle for
+// idleAfter gave its own back), at most a few seconds.
+func waitReaped(tb testing.TB, o *owned) {
+	tb.Helper()
+	for end := time.Now().Add(3*idleAfter + time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		o.mu.Lock()
+		made := o.made
+		o.mu.Unlock()
+		if made == 0 {
+			return
+		}
+	}
+	tb.Errorf("the store still holds connections %s after its last decision", 3*idleAfter+time.Second)
 }
