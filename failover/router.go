@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/redisconn"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/fault"
@@ -44,6 +46,7 @@ func nodeOptions(co *redis.ClusterOptions, pool int, extraRead time.Duration) re
 		DialTimeout:                co.DialTimeout, ReadTimeout: co.ReadTimeout, WriteTimeout: co.WriteTimeout,
 		ContextTimeoutEnabled: co.ContextTimeoutEnabled, TLSConfig: co.TLSConfig,
 		PoolSize: pool, MaxRetries: -1, DialerRetries: 1,
+		MaintNotificationsConfig: redisconn.NoMaintNotifications(),
 	}
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = 2 * time.Second

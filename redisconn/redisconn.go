@@ -27,6 +27,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
@@ -286,6 +287,7 @@ func parse(raw string, opts Options) (*redis.Options, error) {
 		ro.DialTimeout = 2 * time.Second
 	}
 	ro.DialerRetries = 2
+	ro.MaintNotificationsConfig = NoMaintNotifications()
 	// Honour context deadlines on every command, so a caller with a
 	// tighter budget than --redis-timeout (serve's per-request limit) is
 	// not held up.
@@ -834,7 +836,8 @@ func openEmbedded(opts Options, why string) (*Conn, error) {
 	if opts.Notice != nil {
 		fmt.Fprintf(opts.Notice, "notice: %s; using an embedded in-process miniredis: results show the scripts' logic, not a real server's behaviour; pass --redis URL (or run 'ratelimit sandbox') to test a real one\n", why)
 	}
-	ro := &redis.Options{Addr: m.Addr(), DialTimeout: opts.Timeout, ReadTimeout: opts.Timeout, WriteTimeout: opts.Timeout, ContextTimeoutEnabled: true}
+	ro := &redis.Options{Addr: m.Addr(), DialTimeout: opts.Timeout, ReadTimeout: opts.Timeout, WriteTimeout: opts.Timeout, ContextTimeoutEnabled: true,
+		MaintNotificationsConfig: NoMaintNotifications()}
 	c := &Conn{
 		Client: redis.NewClient(ro),
 		Server: Server{Product: "miniredis", Version: miniredisVersion(), Mode: "embedded", Addr: "embedded", Embedded: true},
@@ -867,4 +870,13 @@ func infoFields(info string) map[string]string {
 		}
 	}
 	return out
+}
+
+// NoMaintNotifications turns go-redis's maintenance notifications off.
+// The tool never uses them, and in go-redis v9.23's "auto" mode a server
+// that refuses the handshake (every Redis before 8, miniredis) makes the
+// client rewrite its shared options while connections of client.Conn()
+// read them: a data race under -race, on every dedicated connection.
+func NoMaintNotifications() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 }

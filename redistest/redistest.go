@@ -111,7 +111,7 @@ func Embedded(t testing.TB) Target {
 		t.Fatalf("start miniredis: %v", err)
 	}
 	t.Cleanup(m.Close)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: m.Addr(), MaintNotificationsConfig: redisconn.NoMaintNotifications()})
 	t.Cleanup(func() { _ = c.Close() })
 	return Target{
 		Name:   "embedded",

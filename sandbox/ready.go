@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 var quietOnce sync.Once
@@ -33,6 +34,9 @@ func client(n *Node, cfg Config) (*redis.Client, error) {
 		WriteTimeout: 2 * time.Second,
 		PoolSize:     2,
 		MaxRetries:   -1,
+		// no maintenance notifications: nothing here uses them, and the
+		// handshake's fallback races in go-redis v9.23
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 		// the start's deadline bounds every command, not only the dial
 		ContextTimeoutEnabled: true,
 	}
