@@ -11,8 +11,9 @@ const module = "github.com/ratelimit-dev/ratelimit"
 
 // domains are the packages that each do one command's job. They share
 // code only through the leaf packages (limiter, header, rate, redisconn,
-// doc, fault, sandbox, the servers this process owns, and the small
-// helpers exitcode, secret, userfile, version), never by importing one
+// doc, fault, sandbox, the servers this process owns, the judge and the
+// tally every producer of a run feeds, and the small helpers exitcode,
+// secret, userfile, version, words, stats), never by importing one
 // another (a package under a domain's folder, such as race/racedoc, is
 // that domain's); report renders their results and cmd wires them.
 var domains = []string{"eval", "race", "load", "cluster", "serve", "probe", "failover"}
