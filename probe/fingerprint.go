@@ -898,22 +898,15 @@ func (f *fp) byKey(shots []shot) [][]shot {
 // requests whose send-to-answer spans overlap or follow each other
 // closely (clusterGap), and the question is how many of them the target
 // admitted. Each cluster is tried at moments from its first send to its
-// last answer, with a margin either side (slack: the group's longest
-// latency plus 10 ms, at most maxSlack: a slow answer means the target
-// may have decided that request, and everything after it, that much
-// later), every request at that moment kept within its own span. The
-// model fits when some choice of moments, one per cluster, admits as
-// many as the target did in every cluster (a search: the earliest
-// moments first, earlier clusters revisited when a later one cannot be
-// explained). Otherwise each cluster misses by the difference at its
-// nearest moment. Exact is true when every cluster is explained at its
-// first send.
+// last answer (widened by clockSlack), every request at that moment kept
+// within its own span. The model fits when some choice of moments, one
+// per cluster, admits as many as the target did in every cluster (a
+// search: the earliest moments first, earlier clusters revisited when a
+// later one cannot be explained). Otherwise each cluster misses by the
+// difference at its nearest moment. Exact is true when every cluster is
+// explained at its first send.
 func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot, int, int) string) {
-	var worst time.Duration
-	for _, s := range group {
-		worst = max(worst, s.Done.Sub(s.Sent))
-	}
-	slack := min(worst+10*time.Millisecond, maxSlack).Milliseconds()
+	slack := clockSlack.Milliseconds()
 	cls := clusters(group)
 	wants := make([]int, len(cls))
 	for k, cl := range cls {
@@ -1023,10 +1016,13 @@ const searchBudget = 3000
 // maxNearMisses is how many near misses the document keeps.
 const maxNearMisses = 6
 
-// maxSlack bounds the margin around each moment: below the 150 ms by
-// which the designed phases straddle an edge, so a margin never blurs
-// the windows they tell apart.
-const maxSlack = 100 * time.Millisecond
+// clockSlack widens each request's span by the clocks' disagreement:
+// whole milliseconds on both sides, and a server that reads a cached
+// clock (nginx reads it once per event-loop turn). The uncertainty of
+// when earlier requests were decided is the search's, not a margin: a
+// margin added to every cluster would let two of them move towards each
+// other by twice its size and blur the edges the phases straddle.
+const clockSlack = 10 * time.Millisecond
 
 // clusterGap joins requests sent back to back into one cluster: less
 // than the 20 ms between polls.

@@ -112,6 +112,18 @@ func TestFingerprintServe(t *testing.T) {
 				if (p.Algo == limiter.TokenBucket || p.Algo == limiter.GCRA) && res.Equivalent == "" {
 					t.Errorf("run %d: token bucket and GCRA fit alike, but no equivalence is said", run)
 				}
+				// the same windows under the other rule do not fit: the
+				// first-window-edge phase tells a log from a fixed window
+				neighbour := map[limiter.Algo]string{
+					limiter.SlidingWindow: "fixed-window:limit=10,window=2s",
+					limiter.FixedWindow:   "sliding-window:limit=10,window=2s",
+				}[p.Algo]
+				for _, c := range res.Fits {
+					if neighbour != "" && c.Model == neighbour {
+						dumpFingerprint(t, res)
+						t.Fatalf("run %d: serve --algo %s: %s fits too", run, p.Algo, neighbour)
+					}
+				}
 				// the neighbours are ruled out, each by a request named
 				for _, c := range res.NearMisses {
 					if c.RuledOutBy == "" {
