@@ -902,7 +902,8 @@ func (f *fp) byKey(shots []shot) [][]shot {
 // within its own span. The model fits when some choice of moments, one
 // per cluster, admits as many as the target did in every cluster (a
 // search: the earliest moments first, earlier clusters revisited when a
-// later one cannot be explained). Otherwise each cluster misses by the
+// later one cannot be explained, then the latest moments first).
+// Otherwise each cluster misses by the
 // difference at its nearest moment. Exact is true when every cluster is
 // explained at its first send.
 func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot, int, int) string) {
@@ -941,29 +942,40 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 	// that explains a cluster is tried first; when a later cluster cannot
 	// be explained, the earlier ones try their other moments, within a
 	// budget of placements
-	budget := searchBudget
+	budget := 0
 	exact := true
+	late := false
 	var search func(k int, history []int64, atSend bool) bool
 	search = func(k int, history []int64, atSend bool) bool {
 		if k == len(cls) {
 			exact = atSend
 			return true
 		}
-		for j, t := range moments(cls[k], slack) {
+		ms := moments(cls[k], slack)
+		if late {
+			slices.Reverse(ms)
+		}
+		for j, t := range ms {
 			if budget == 0 {
 				return false
 			}
 			budget--
 			at, got := place(history, cls[k], t)
-			if got == wants[k] && search(k+1, append(history[:len(history):len(history)], at...), atSend && j == 0) {
+			if got == wants[k] && search(k+1, append(history[:len(history):len(history)], at...), atSend && j == 0 && !late) {
 				return true
 			}
 		}
 		return false
 	}
-	if search(0, nil, true) {
-		c.Exact = exact
-		return
+	// the earliest moments first, then the latest first: a search that
+	// must move an early cluster far back to explain a late one finds it
+	// from the other end within its budget
+	for _, late = range []bool{false, true} {
+		budget = searchBudget
+		if search(0, nil, true) {
+			c.Exact = exact
+			return
+		}
 	}
 	// no moments explain every cluster: count what the nearest moments
 	// miss, cluster by cluster
