@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -160,39 +159,20 @@ func msSince(t0, t time.Time) float64 { return float64(t.Sub(t0).Microseconds())
 
 // RunFingerprint fingerprints o.URL's limiter. Errors as Run's.
 func RunFingerprint(ctx context.Context, o Options) (Fingerprint, error) {
-	if err := o.Validate(); err != nil {
+	p, method, done, err := newProber(o)
+	if err != nil {
 		return Fingerprint{}, err
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.MaxWait <= 0 {
-		o.MaxWait = DefaultMaxWait
-	}
-	client := o.Client
-	if client == nil {
-		client = newClient(o.Timeout)
-		defer client.CloseIdleConnections()
-	}
-	p := &prober{o: o, client: client, budget: math.MaxInt}
-	method := o.Method
-	if method == "" {
-		method = http.MethodGet
-	}
+	defer done()
+	o = p.o
 	res := Fingerprint{Header: doc.Header{Kind: FingerprintKind, Version: FingerprintVersion}, Target: secret.URL(o.URL), Method: method,
 		Phases: []Phase{}, Fits: []Candidate{}, NearMisses: []Candidate{}, Observations: []Observation{}, Checks: []doc.Check{}}
 	f := &fp{p: p, id: func(l string) string { return "fp-" + o.RunID + "-" + l }, start: time.Now()}
 	res.StartedAt = f.start
 
-	first, err := p.send(ctx, f.id("A"))
+	first, err := p.first(ctx, f.id("A"))
 	if err != nil {
 		return res, err
-	}
-	if first.Err != nil {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		return res, exitcode.Unreachablef("target %s could not be reached: %v", secret.URL(o.URL), secret.Redact(first.Err.Error()))
 	}
 	f.d = &data{skipped: map[string]string{}}
 	f.d.learnPolicy(first.Header, o)

@@ -72,12 +72,12 @@ func (d *data) record(os ...obs) {
 	d.mu.Unlock()
 }
 
-// Run probes o.URL. It returns an exit-3 error when the target cannot be
-// reached at all, an exit-2 error for bad options, and otherwise a Result
-// whose Verdict is fail when any check failed.
-func Run(ctx context.Context, o Options) (Result, error) {
+// newProber validates o, fills in its defaults and makes the prober
+// Run and RunFingerprint share (an unlimited budget until the policy is
+// known); done releases the client it made.
+func newProber(o Options) (p *prober, method string, done func(), err error) {
 	if err := o.Validate(); err != nil {
-		return Result{}, err
+		return nil, "", nil, err
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
@@ -85,33 +85,55 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.MaxWait <= 0 {
 		o.MaxWait = DefaultMaxWait
 	}
-	client := o.Client
+	client, done := o.Client, func() {}
 	if client == nil {
 		client = newClient(o.Timeout)
-		defer client.CloseIdleConnections()
+		done = client.CloseIdleConnections
 	}
-	p := &prober{o: o, client: client, budget: math.MaxInt}
-	if o.Budget > 0 {
-		p.budget = o.Budget
-	}
-	method := o.Method
+	method = o.Method
 	if method == "" {
 		method = http.MethodGet
+	}
+	return &prober{o: o, client: client, budget: math.MaxInt}, method, done, nil
+}
+
+// first sends the first request of identity id; a target that cannot be
+// reached at all is exit 3.
+func (p *prober) first(ctx context.Context, id string) (obs, error) {
+	first, err := p.send(ctx, id)
+	if err != nil {
+		return first, err
+	}
+	if first.Err != nil {
+		if ctx.Err() != nil {
+			return first, ctx.Err()
+		}
+		return first, exitcode.Unreachablef("target %s could not be reached: %v", secret.URL(p.o.URL), secret.Redact(first.Err.Error()))
+	}
+	return first, nil
+}
+
+// Run probes o.URL. It returns an exit-3 error when the target cannot be
+// reached at all, an exit-2 error for bad options, and otherwise a Result
+// whose Verdict is fail when any check failed.
+func Run(ctx context.Context, o Options) (Result, error) {
+	p, method, done, err := newProber(o)
+	if err != nil {
+		return Result{}, err
+	}
+	defer done()
+	o = p.o
+	if o.Budget > 0 {
+		p.budget = o.Budget
 	}
 	res := Result{Header: doc.Header{Kind: Kind, Version: Version}, Target: secret.URL(o.URL), Method: method, Checks: []Check{}}
 	start := time.Now()
 	res.StartedAt = start
 	id := func(letter string) string { return "probe-" + o.RunID + "-" + letter }
 
-	first, err := p.send(ctx, id("A"))
+	first, err := p.first(ctx, id("A"))
 	if err != nil {
 		return res, err
-	}
-	if first.Err != nil {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		return res, exitcode.Unreachablef("target %s could not be reached: %v", secret.URL(o.URL), secret.Redact(first.Err.Error()))
 	}
 	d := &data{skipped: map[string]string{}, limited: o.Limited}
 	d.record(first)
