@@ -1,0 +1,137 @@
+package judge
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// An Answer is one admitted answer of one identity and the remaining
+// quota it reported (RateLimit r, or the legacy remaining): when its
+// request was sent and its answer came back.
+type Answer struct {
+	Sent, Done time.Time
+	Remaining  int64
+}
+
+// Instances estimates how many independent counters answer one
+// identity's requests behind one address: replicas that each keep their
+// own quota. One counter hands out each remaining value once per
+// admission (a refill in between may repeat one), so among admissions
+// decided at once (requests in flight together, a burst) each value of r
+// appears once; n counters hand each out n times. And one counter's r
+// never rises between two admissions by more than the refill between
+// them (perToken: the time one unit of quota takes to come back, 0 when
+// unknown). It returns the estimate (1: nothing says otherwise) and the
+// evidence in words.
+func Instances(rs []Answer, perToken time.Duration) (int, string) {
+	if n, ev := burstInstances(rs); n >= 2 {
+		return n, ev
+	}
+	return riseInstances(rs, perToken)
+}
+
+// burstInstances reads the requests in flight together: for each burst
+// (overlapping send-to-answer spans), how often each r value came back;
+// the median multiplicity over the values is the counters' number.
+func burstInstances(rs []Answer) (int, string) {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b Answer) int { return a.Sent.Compare(b.Sent) })
+	best, bestEv := 1, ""
+	for lo := 0; lo < len(rs); {
+		hi, end := lo+1, rs[lo].Done
+		for hi < len(rs) && !rs[hi].Sent.After(end) {
+			if rs[hi].Done.After(end) {
+				end = rs[hi].Done
+			}
+			hi++
+		}
+		burst := rs[lo:hi]
+		lo = hi
+		if len(burst) < 4 {
+			continue
+		}
+		times := map[int64]int{}
+		for _, r := range burst {
+			times[r.Remaining]++
+		}
+		if len(times) < 2 {
+			continue // saturated at one value: a counter refilled by one says the same
+		}
+		var ms []int
+		for _, n := range times {
+			ms = append(ms, n)
+		}
+		slices.Sort(ms)
+		if n := ms[len(ms)/2]; n >= 2 && n > best {
+			best = n
+			bestEv = fmt.Sprintf("in one burst of %d admitted at once, each remaining value came back about %d times (%s)", len(burst), n, valuesText(times))
+		}
+	}
+	return best, bestEv
+}
+
+// riseInstances reads admissions one after another: r rising between two
+// consecutive admissions by more than the refill between them could give
+// is impossible for one counter. The rises' share says how many counters
+// take turns.
+func riseInstances(rs []Answer, perToken time.Duration) (int, string) {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b Answer) int { return a.Sent.Compare(b.Sent) })
+	rises, pairs := 0, 0
+	var example string
+	for i := 1; i < len(rs); i++ {
+		a, b := rs[i-1], rs[i]
+		if b.Sent.Before(a.Done) {
+			continue // in flight together: decided in either order
+		}
+		refill := int64(0)
+		if perToken > 0 {
+			refill = int64(math.Ceil(float64(b.Done.Sub(a.Sent)) / float64(perToken)))
+		} else {
+			refill = math.MaxInt32 // unknown refill: nothing is impossible
+		}
+		pairs++
+		if b.Remaining > a.Remaining-1+refill {
+			rises++
+			if example == "" {
+				example = fmt.Sprintf("r went from %d to %d across one admitted request %s later", a.Remaining, b.Remaining, b.Sent.Sub(a.Sent).Round(time.Millisecond))
+			}
+		}
+	}
+	// n counters taking turns make about (n-1)/n of the pairs rise
+	// when they drift apart; a few rises are a counter's jitter
+	if pairs < 6 || rises < 3 || float64(rises) < 0.2*float64(pairs) {
+		return 1, ""
+	}
+	n := int(math.Round(1 / (1 - float64(rises)/float64(pairs))))
+	n = max(n, 2)
+	return n, fmt.Sprintf("%d of %d consecutive admissions reported more remaining quota than the one before, beyond any refill between them (%s)", rises, pairs, example)
+}
+
+// valuesText lists r values and how often each came: "4 x3, 3 x3, 2 x3".
+func valuesText(times map[int64]int) string {
+	var vs []int64
+	for v := range times {
+		vs = append(vs, v)
+	}
+	slices.Sort(vs)
+	slices.Reverse(vs)
+	var parts []string
+	for i, v := range vs {
+		if i == 6 {
+			parts = append(parts, "...")
+			break
+		}
+		parts = append(parts, fmt.Sprintf("r=%d x%d", v, times[v]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// InstancesFinding is the finding in words: "the quota looks kept per
+// instance: about 3 independent counters behind this address (...)".
+func InstancesFinding(n int, evidence string) string {
+	return fmt.Sprintf("the quota looks kept per instance: about %d independent counters behind this address (%s)", n, evidence)
+}
