@@ -339,7 +339,7 @@ func FingerprintBudget(q int64) int {
 // quota is the burst the first phase measured, or the advertised quota.
 func (f *fp) burstCap() int {
 	if f.d.q > 0 {
-		return int(min(2*f.d.q+5, MaxQuotaExhausted))
+		return int(min(4*f.d.q+10, MaxQuotaExhausted))
 	}
 	return unknownQuotaCap
 }
