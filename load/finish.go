@@ -13,13 +13,10 @@ import (
 	"github.com/ratelimit-dev/ratelimit/words"
 )
 
-// LatenessWarn is the scheduling lateness p99 above which the generator is
-// reported as behind even when nothing was dropped.
-const LatenessWarn = 10 * time.Millisecond
-
-// finish folds the shards into res and judges the run: the thresholds,
-// the admitted count (or, for a segment, what the merge needs to judge
-// it), the faults, and the verdict from the check list.
+// finish folds the shards into res and judges the run: the admitted
+// count (or, for a segment, what the merge needs to judge it) and the
+// faults, handed with the thresholds to tally's Settle, which decides the
+// generator, the thresholds and the verdict from the check list.
 func (e *engine) finish(res *tally.Result, vus []*vu) {
 	o := e.o
 	sum := tally.New(e.st, e.maxLat)
@@ -64,8 +61,10 @@ func (e *engine) finish(res *tally.Result, vus []*vu) {
 	}
 	res.Notes = append(res.Notes, connectionNotes(retried, res.Errors["eof"])...)
 
-	e.generator(res)
-	e.thresholds(res)
+	j := tally.Judging{Thresholds: e.checks, DropLate: MaxLateness}
+	if res.Aborted {
+		j.Abort = &tally.Abort{Index: e.abortIdx, Why: e.abortWhy}
+	}
 	switch {
 	case o.Segment.Count > 1:
 		// the verdict on the admitted count is the merge's: it replays
@@ -73,49 +72,19 @@ func (e *engine) finish(res *tally.Result, vus []*vu) {
 		// from several segments)
 		res.Segment = e.segmentInfo(arrivals, sum.Lat, sum.FromDue, late)
 	case o.Expect.Judges() && !res.Interrupted && !res.Aborted:
-		j := judge.Judge(*o.Expect, judge.Input{
+		x := judge.Judge(*o.Expect, judge.Input{
 			Arrivals:   arrivals,
 			Identities: max(o.Identities, 1),
 			StartMs:    e.startWall.UnixMilli(),
 			JitterMs:   res.Latency.P99,
 			Policy:     res.Headers.PolicyValue,
 		})
-		res.Expect = &j
+		j.Expect = &x
 	}
 	if o.Faults != nil {
-		res.Faults = e.judgeFaults(arrivals, res.Headers.PolicyValue, res.Latency.P99)
+		j.Faults = e.judgeFaults(arrivals, res.Headers.PolicyValue, res.Latency.P99)
 	}
-	res.Settle()
-}
-
-// generator decides whether the generator, not the target, fell behind.
-func (e *engine) generator(res *tally.Result) {
-	var why []string
-	if res.DroppedNoVU > 0 {
-		why = append(why, fmt.Sprintf("%d iterations dropped: all %d VUs were busy when they fell due (raise --max-vus; the target's p99 is %.1f ms)",
-			res.DroppedNoVU, res.VUs.Max, res.Latency.P99))
-	}
-	if res.DroppedLate > 0 {
-		why = append(why, fmt.Sprintf("%d iterations dropped: the generator was more than %s late to start them (CPU starved?)",
-			res.DroppedLate, MaxLateness))
-	}
-	if p := res.Lateness.P99; p > float64(LatenessWarn/time.Millisecond) {
-		why = append(why, fmt.Sprintf("scheduling lateness p99 %.1f ms is above %s", p, LatenessWarn))
-	}
-	res.Generator = tally.GenStat{FellBehind: len(why) > 0, Reasons: why}
-}
-
-// thresholds judges --max-failed and every --threshold on the finished
-// run. The one that stopped the run (--abort-on-fail) fails whatever the
-// counts of what ran say, and carries the reason.
-func (e *engine) thresholds(res *tally.Result) {
-	res.JudgeThresholds(e.checks)
-	if res.Aborted && e.abortIdx < len(res.Thresholds) {
-		c := &res.Thresholds[e.abortIdx]
-		res.AbortReason = e.abortWhy
-		c.Aborted, c.Pass = true, false
-		c.Message = fmt.Sprintf("threshold %s: %s; stopped the run (%s)", c.ID, c.Actual, e.abortWhy)
-	}
+	res.Settle(j)
 }
 
 // segmentInfo is what the engine records of a segmented run.

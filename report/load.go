@@ -327,30 +327,11 @@ func loadFailure(res *tally.Result) string {
 // target's latency, not the generator, held the rate back.
 func loadTargetSlow(res *tally.Result) bool { return res.TargetSlow() }
 
-// loadGeneratorBehind reports whether the generator itself fell behind:
-// iterations dropped for lateness, dropped for want of a VU while the
-// target was not slow, or a reason that is not the VUs being busy (each
-// producer says "VU" in that one: all N VUs were busy, no VU was free).
-func loadGeneratorBehind(res *tally.Result) bool {
-	if !res.Generator.FellBehind {
-		return false
-	}
-	if res.DroppedLate > 0 || !loadTargetSlow(res) {
-		return true
-	}
-	for _, r := range res.Generator.Reasons {
-		if !strings.Contains(r, "VU") {
-			return true
-		}
-	}
-	return false
-}
-
 // loadDropCause names why iterations were dropped or late: the target
 // being slow (every VU was busy waiting on it), the generator's own limit,
 // or both.
 func loadDropCause(res *tally.Result) string {
-	slow, behind := loadTargetSlow(res), loadGeneratorBehind(res)
+	slow, behind := loadTargetSlow(res), res.GeneratorBehind()
 	switch {
 	case slow && behind:
 		return "the target is slow (every VU was busy waiting on it) and the generator fell behind"
@@ -379,7 +360,7 @@ func loadSummary(res *tally.Result) (counts, warn string) {
 	var w []string
 	if res.Dropped > 0 {
 		why := "the generator fell behind"
-		switch slow, behind := loadTargetSlow(res), loadGeneratorBehind(res); {
+		switch slow, behind := loadTargetSlow(res), res.GeneratorBehind(); {
 		case slow && behind:
 			why = "the target is slow and the generator fell behind"
 		case slow:
