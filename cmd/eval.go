@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
@@ -40,6 +41,8 @@ type evalOptions struct {
 	Arrivals     rate.Rate
 	For          time.Duration
 	Out          string
+	Expect       string
+	Reply        string
 
 	// Changed holds the names of the flags given on the command line.
 	Changed map[string]bool
@@ -154,6 +157,8 @@ or markdown (GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY").`,
 	fl.Var(&opts.Arrivals, "arrivals", "with --simulate: constant arrival rate, e.g. 20/s")
 	fl.DurationVar(&opts.For, "duration", 0, "with --simulate: virtual duration, e.g. 30s (--for is an alias)")
 	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report'); checked before anything runs")
+	fl.StringVar(&opts.Expect, "expect", "", "compare each call's decision with the model's at that call's time, e.g. token-bucket:burst=10,rate=5/s (as load --expect)")
+	fl.StringVar(&opts.Reply, "reply", "", "--script: what each reply element means, in order: allowed, remaining, retry, reset, ignore (retry:s, reset:ms; default allowed,remaining,retry,reset)")
 	aliasFlag(fl, "for", "duration")
 	return c
 }
@@ -173,6 +178,9 @@ func (opts *evalOptions) check() (limiter.Algo, error) {
 		if err := conflict("calls against a key (it needs --simulate)", "arrivals", "duration"); err != nil {
 			return "", err
 		}
+	}
+	if opts.Script == "" && set["reply"] {
+		return "", exitcode.Usagef("--reply goes with --script: the embedded scripts' replies are known")
 	}
 	if opts.Script != "" {
 		if err := conflict("--script (the script's arguments follow the comma)", "algo", "capacity", "rate", "cost", "limit", "window", "burst", "identity", "hash-identity", "simulate", "force"); err != nil {
@@ -197,7 +205,7 @@ func (opts *evalOptions) check() (limiter.Algo, error) {
 		return "", exitcode.Usagef("--cost %d must be at least 1", opts.Cost)
 	}
 	if opts.Simulate {
-		if err := conflict("--simulate (it uses a temporary key and virtual time)", "count", "interval", "identity", "hash-identity", "function", "force"); err != nil {
+		if err := conflict("--simulate (it uses a temporary key and virtual time)", "count", "interval", "identity", "hash-identity", "function", "force", "expect"); err != nil {
 			return "", err
 		}
 		if len(opts.Args) > 0 {
@@ -261,6 +269,16 @@ func runEval(opts *evalOptions) error {
 	eo := eval.Options{
 		Params: opts.params(algo), Identity: opts.Identity, HashIdentity: opts.HashIdentity,
 		Count: opts.Count, Interval: opts.Interval, Function: opts.Function, AllowNoTTL: opts.AllowNoTTL,
+	}
+	if opts.Changed["expect"] {
+		if eo.Expect, err = judge.ParseModel(opts.Expect); err != nil {
+			return err
+		}
+	}
+	if opts.Changed["reply"] {
+		if eo.Reply, err = judge.ParseReply(opts.Reply); err != nil {
+			return err
+		}
 	}
 	if opts.Script != "" {
 		eo.ScriptFile, eo.ScriptWords, eo.ScriptSource = opts.Script, opts.Args, src

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/race"
 )
 
@@ -24,6 +25,10 @@ type raceOptions struct {
 	ScriptFile    string
 	ScriptArgs    string
 	ArgsSet       bool
+	Expect        string
+	ExpectSet     bool
+	Reply         string
+	ReplySet      bool
 	WatchAttempts int
 	Out           string
 }
@@ -129,6 +134,7 @@ a <failure>).`,
 				}
 			}
 			opts.ArgsSet = c.Flags().Changed("args")
+			opts.ExpectSet, opts.ReplySet = c.Flags().Changed("expect"), c.Flags().Changed("reply")
 			if run != nil {
 				return run(opts)
 			}
@@ -142,6 +148,8 @@ a <failure>).`,
 	fl.StringSliceVar(&strategies, "strategies", race.Names(), "strategies to race: naive, multi, watch, incr, script (none: only --script)")
 	fl.StringVar(&opts.ScriptFile, "script", "", "your own limiter Lua script to race as well (KEYS[1] = the key, reply {allowed, ...})")
 	fl.StringVar(&opts.ScriptArgs, "args", "", "ARGV for --script, split at spaces; placeholders {limit}, {uuid}, {now_ms}")
+	fl.StringVar(&opts.Expect, "expect", "", "judge --script by the model it implements over each trial as it ran, e.g. token-bucket:burst=10,rate=5/s (as load --expect)")
+	fl.StringVar(&opts.Reply, "reply", "", "what each element of --script's reply means, in order: allowed, remaining, retry, reset, ignore (retry:s, reset:ms; default: the first element is allowed)")
 	fl.IntVar(&opts.WatchAttempts, "watch-attempts", race.DefaultWatchAttempts, "attempts of one watch request before it gives up")
 	fl.StringVar(&opts.Out, "out", "", "also save the JSON document to FILE (for 'ratelimit report')")
 	return c
@@ -172,8 +180,25 @@ func runRace(opts *raceOptions) error {
 			return err
 		}
 		ro.User = &race.UserScript{Path: opts.ScriptFile, Source: src, Args: args}
-	} else if opts.ArgsSet {
-		return exitcode.Usagef("--args needs --script FILE")
+		if opts.ExpectSet {
+			if ro.User.Expect, err = judge.ParseModel(opts.Expect); err != nil {
+				return err
+			}
+		}
+		if opts.ReplySet {
+			if ro.User.Reply, err = judge.ParseReply(opts.Reply); err != nil {
+				return err
+			}
+		}
+	} else {
+		for _, fl := range []struct {
+			set  bool
+			name string
+		}{{opts.ArgsSet, "args"}, {opts.ExpectSet, "expect"}, {opts.ReplySet, "reply"}} {
+			if fl.set {
+				return exitcode.Usagef("--%s needs --script FILE (the built-in strategies are judged against --limit)", fl.name)
+			}
+		}
 	}
 	if err := ro.Validate(); err != nil {
 		return err

@@ -108,9 +108,8 @@ func (r Reply) String() string {
 
 // Decision is a reply read as a limiter's decision. The optional fields
 // are nil when the reply has no element for them; retry and reset are in
-// ms. Read with --reply, a negative one (a script's "never" or "not
-// applicable", whatever its unit) is -1; the default reading keeps them
-// as they are.
+// ms, and a negative one (a script's "never" or "not applicable", whatever
+// its unit) is -1.
 type Decision struct {
 	Allowed   bool
 	Remaining *int64
@@ -210,10 +209,12 @@ func decideDefault(reply any) (d Decision, why string, ok bool) {
 		d.Remaining = &ints[0]
 	}
 	if len(ints) >= 2 {
-		d.RetryMs = &ints[1]
+		retry := max(ints[1], -1)
+		d.RetryMs = &retry
 	}
 	if len(ints) >= 3 {
-		d.ResetMs = &ints[2]
+		reset := max(ints[2], -1)
+		d.ResetMs = &reset
 	}
 	return d, "", true
 }

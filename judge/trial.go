@@ -10,12 +10,11 @@ import (
 )
 
 // This file judges calls of a limiter script on one key against a model
-// (race --expect, eval --expect) with the one replay: each call was
-// decided by the script at some moment between its send and its answer,
-// so the model is replayed with every call at its send and again with
-// every call at its answer, the two bounds load's verdict takes too. The
-// answer bound is AnswerSlack later, as the script's clock (TIME) and the
-// replay both count whole milliseconds.
+// (race --expect, eval --expect) with the one replay. The script decided
+// each call at some moment between its send and its answer; the verdict
+// asks whether some choice of those moments makes the model decide as the
+// script did. The answer bound is AnswerSlack later, as the script's
+// clock (TIME) and the replay both count whole milliseconds.
 
 // AnswerSlack widens the answer bound for the millisecond clocks: a
 // script reading TIME at the moment of its answer may see the next
@@ -33,40 +32,43 @@ type Call struct {
 	Unknown bool
 }
 
-// Bounds is the verdict on a trial of calls sent at once: the script's
-// admissions must lie between the model's with every call decided at its
-// send and with every call decided at its answer, whatever order the
-// calls reached the script in.
+// Bounds is the verdict on a trial of calls sent at once to one key: the
+// script's admissions must lie between the fewest and the most the model
+// admits when it decides each call somewhere between its send and its
+// answer, whatever order the calls reached the script in.
 type Bounds struct {
 	Model       string `json:"model"`       // the --expect value
 	Description string `json:"description"` // the model in words
 	Observed    int64  `json:"observed"`    // calls the script allowed
 	Of          int64  `json:"of"`          // calls made
-	AtSend      int64  `json:"at_send"`     // the model's admissions, every call decided at its send
-	AtAnswer    int64  `json:"at_answer"`   // ... at its answer (AnswerSlack later)
+	// Low is the model's admissions with every call decided at its send,
+	// less Unknown; High the most it admits with each decided as early
+	// in its span as the model admits it.
+	Low  int64 `json:"low"`
+	High int64 `json:"high"`
 	// Unknown counts the calls that failed: each may have been admitted
-	// unseen, so the low bound is lower by as many.
+	// unseen, so Low is lower by as many.
 	Unknown int64   `json:"unknown"`
 	SpanMs  float64 `json:"span_ms"` // from the first send to the last answer
 	Pass    bool    `json:"pass"`
 }
 
-// Low and High are the admissions the model allows for the trial.
-func (b Bounds) Low() int64  { return max(0, min(b.AtSend, b.AtAnswer)-b.Unknown) }
-func (b Bounds) High() int64 { return max(b.AtSend, b.AtAnswer) }
-
 // Range shows the admissions the model allows: "10" or "10 to 13".
 func (b Bounds) Range() string {
-	if b.Low() == b.High() {
-		return strconv.FormatInt(b.Low(), 10)
+	if b.Low == b.High {
+		return strconv.FormatInt(b.Low, 10)
 	}
-	return fmt.Sprintf("%d to %d", b.Low(), b.High())
+	return fmt.Sprintf("%d to %d", b.Low, b.High)
 }
 
-// Trial judges calls made at once against one key: the model is replayed
-// with the calls in order of their sends, each at its send, and in order
-// of their answers, each at its answer; the observed admissions must lie
-// between the two counts. startMs is the wall clock of the time base, ms.
+// Trial judges calls made at once against one key. The calls are alike,
+// so only their moments matter: the k-th moment lies between the k-th
+// send and the k-th answer (each in time order), which holds for every
+// way the script can have decided them. Low replays the model at the
+// sends; High places each moment, in order, at the earliest time of its
+// span at which the model admits the call (an earlier admission never
+// leaves the model less room later), or at the span's start when it
+// admits it nowhere. startMs is the wall clock of the time base, ms.
 func Trial(x Expectation, startMs int64, calls []Call) Bounds {
 	b := Bounds{Model: x.Spec, Description: x.Describe(), Of: int64(len(calls))}
 	if len(calls) == 0 {
@@ -89,23 +91,90 @@ func Trial(x Expectation, startMs int64, calls []Call) Bounds {
 	}
 	slices.Sort(sends)
 	slices.Sort(dones)
-	b.AtSend, b.AtAnswer = admitted(x, startMs, sends), admitted(x, startMs, dones)
+	low := newReplay(x, startMs)
+	for _, t := range sends {
+		if ok, _ := low.decide(0, t); ok {
+			b.Low++
+		}
+	}
+	b.Low = max(0, b.Low-b.Unknown)
+	tw := newTwin(x, startMs)
+	at := sends[0]
+	for k := range sends {
+		lo := max(sends[k], at)
+		var admitted bool
+		at, admitted = tw.earliest(lo, max(dones[k], lo), true)
+		if admitted {
+			b.High++
+		}
+	}
+	b.High = max(b.High, b.Low)
 	b.SpanMs = float64((last-first)/1e3) / 1e3
-	b.Pass = b.Observed >= b.Low() && b.Observed <= b.High()
+	b.Pass = b.Observed >= b.Low && b.Observed <= b.High
 	return b
 }
 
-// admitted replays one identity's calls at times (sorted) and counts the
-// model's admissions.
-func admitted(x Expectation, startMs int64, times []int64) int64 {
-	r := newReplay(x, startMs)
-	var n int64
-	for _, t := range times {
-		if ok, _ := r.decide(0, t); ok {
-			n++
-		}
+// twin is two replays of one identity fed the same moments, so a moment
+// tried on one and rejected can be tried otherwise on the other; the
+// spoiled one is then rebuilt from the moments chosen.
+type twin struct {
+	x       Expectation
+	startMs int64
+	a, b    *replay
+	moments []int64
+}
+
+func newTwin(x Expectation, startMs int64) *twin {
+	return &twin{x: x, startMs: startMs, a: newReplay(x, startMs), b: newReplay(x, startMs)}
+}
+
+// rebuild replays the moments chosen on a fresh replay.
+func (t *twin) rebuild() *replay {
+	r := newReplay(t.x, t.startMs)
+	for _, m := range t.moments {
+		r.decision(0, m)
 	}
-	return n
+	return r
+}
+
+// earliest gives the model one call in [lo, hi] (ns, lo <= hi): at lo if
+// the model decides there as want says (true: admits), else at the time
+// the model's refusal names for a retry, if that is within hi and it
+// admits there, else at hi when hi is another millisecond. It returns the
+// moment chosen and the decision there; when no moment tried decides as
+// want, the call is given at lo (nothing is gained by a later moment).
+func (t *twin) earliest(lo, hi int64, want bool) (int64, bool) {
+	d, _ := t.a.decision(0, lo)
+	if d.Allowed == want {
+		t.b.decision(0, lo)
+		t.moments = append(t.moments, lo)
+		return lo, d.Allowed
+	}
+	try := hi
+	if want && d.RetryMs >= 0 {
+		try = min(hi, (lo/1e6+d.RetryMs)*1e6)
+	}
+	if want && d.RetryMs < 0 || try/1e6 <= lo/1e6 {
+		t.b.decision(0, lo)
+		t.moments = append(t.moments, lo)
+		return lo, d.Allowed
+	}
+	for {
+		d2, _ := t.b.decision(0, try)
+		if d2.Allowed == want {
+			t.moments = append(t.moments, try)
+			t.a = t.rebuild()
+			return try, d2.Allowed
+		}
+		t.b = t.rebuild() // spoiled by the moment tried
+		if try == hi {
+			break
+		}
+		try = hi // the retry the model named was short of it: the span's end
+	}
+	t.b.decision(0, lo)
+	t.moments = append(t.moments, lo)
+	return lo, d.Allowed
 }
 
 // Sequence is the verdict on calls made one after another: every call's
@@ -139,17 +208,17 @@ func (s Sequence) Message() string {
 			said, model = "allowed", "refuses"
 		}
 		return fmt.Sprintf("call %d %s; the model %s it: %d admitted in %s ms by %s", d.N, said, model, d.Before,
-			strconv.FormatFloat(d.SinceMs, 'f', -1, 64), s.Description)
+			strconv.FormatFloat(d.SinceMs, 'f', 1, 64), s.Description)
 	}
 	return fmt.Sprintf("every call decided as %s decides it at its time (%d of %d allowed)", s.Description, s.Observed, s.Calls)
 }
 
 // Sequential judges calls made one after another against one key, in
 // order. Each call is given to the model at the earliest moment of its
-// span (its send, or the previous call's moment if later) at which the
-// model decides as the script did, else at its answer (AnswerSlack
-// later); when neither agrees, that call is the first disagreement and
-// the judging stops. startMs is the wall clock of the time base, ms.
+// span (from its send, or the previous call's moment if later, to its
+// answer) at which the model decides as the script did; when there is
+// none, that call is the first disagreement and the judging stops.
+// startMs is the wall clock of the time base, ms.
 func Sequential(x Expectation, startMs int64, calls []Call) Sequence {
 	s := Sequence{Model: x.Spec, Description: x.Describe(), Calls: int64(len(calls)), Pass: true}
 	for _, c := range calls {
@@ -160,28 +229,14 @@ func Sequential(x Expectation, startMs int64, calls []Call) Sequence {
 	if len(calls) == 0 {
 		return s
 	}
-	// cur and spare are fed the same moments, so a moment tried on cur
-	// and rejected can be tried later on spare; cur is then rebuilt.
-	cur, spare := newReplay(x, startMs), newReplay(x, startMs)
-	var moments []int64
+	tw := newTwin(x, startMs)
 	var admittedSoFar int64
 	last := calls[0].SendNs
 	for i, c := range calls {
-		early := max(c.SendNs, last)
-		late := max(c.DoneNs+AnswerSlack, early)
-		if early/1e6 == late/1e6 {
-			late = early // the same millisecond: the same decision
-		}
-		if d, _ := cur.decision(0, early); d.Allowed == c.Allowed {
-			spare.decision(0, early)
-			moments, last = append(moments, early), early
-		} else if d, _ := spare.decision(0, late); late != early && d.Allowed == c.Allowed {
-			moments, last = append(moments, late), late
-			cur = newReplay(x, startMs)
-			for _, m := range moments {
-				cur.decision(0, m)
-			}
-		} else {
+		lo := max(c.SendNs, last)
+		var allowed bool
+		last, allowed = tw.earliest(lo, max(c.DoneNs+AnswerSlack, lo), c.Allowed)
+		if allowed != c.Allowed {
 			s.Pass = false
 			s.First = &Disagreement{N: i + 1, Allowed: c.Allowed, Before: admittedSoFar,
 				SinceMs: float64((c.DoneNs-calls[0].SendNs)/1e3) / 1e3}
