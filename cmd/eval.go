@@ -61,9 +61,9 @@ what each call answers: allowed or not, remaining, how long to wait, the key's
 TTL and the latency. Scripts run with EVALSHA and fall back to EVAL on NOSCRIPT,
 so a SCRIPT FLUSH, restart or failover between calls is harmless.
 
-What eval checks: that every reply reads as a limiter decision (reply shape)
-and that no key is left without a TTL; not that the script limits when calls
-arrive at once. When every call was allowed it says so: 'ratelimit race
+What eval checks: that every reply reads as a limiter decision (reply shape),
+that no key is left without a TTL and, with --expect, that every decision is
+the model's; not that the script limits when calls arrive at once. When every call was allowed it says so: 'ratelimit race
 --script FILE' tests limiting under concurrency.
 
 Algorithms and their flags:
@@ -81,9 +81,22 @@ hash, a sorted set of someone else's), is refused before anything is written
 --script FILE takes redis-cli --eval syntax: keys, a lone comma, arguments.
 Arguments may hold {uuid} (a fresh UUID per call), {now_ms} (the client's
 Unix time in ms) and {n} (the call's number), as race --args does.
-Replies shaped like a limiter's ({allowed 0/1, remaining, ...}) get labelled
-columns, and a key the script left without a TTL fails the check (exit 1;
---allow-no-ttl accepts it). Put -- before the keys when an argument starts
+Replies shaped like a limiter's ({allowed 0/1, remaining, retry ms, reset ms},
+of which the first two or three) get labelled columns; --reply FIELDS says
+what each element means otherwise, in order, from allowed, remaining, retry,
+reset and ignore, retry and reset in ms or with :s in seconds, numbers given
+as strings accepted (--reply allowed,remaining,retry:s,reset:s reads
+go-redis/redis_rate). A negative remaining fails the reply shape. A key the
+script left without a TTL fails the check (exit 1; --allow-no-ttl accepts
+it).
+
+--expect MODEL (the syntax of load --expect: token-bucket:burst=10,rate=5/s,
+sliding-window:limit=100,window=1m, fixed-window:..., gcra:rate=5/s,burst=10)
+compares each call's decision with the model's at that call's time
+(somewhere between its send and its answer); the first call it decides
+otherwise fails the run (exit 1): "call 11 allowed; the model refuses it: 10
+admitted in 3.0 ms by token bucket 10 + 5/s". Without it the decisions are
+shown, not judged, and the verdict says so. Put -- before the keys when an argument starts
 with a dash: every word after -- goes to the script, flags included, so give
 eval's own flags (-n, --interval, -o) before it; a word after -- that spells
 one of them gets a warning on stderr. A script error at run time is
@@ -113,6 +126,12 @@ or markdown (GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY").`,
 
   # your own script, as with redis-cli --eval, twice a second
   ratelimit eval --script bucket.lua rl:{user42}:b , 10 5 1 -n 6 --interval 500ms
+
+  # your own token bucket judged call by call against the model it implements
+  ratelimit eval --script bucket.lua rl:{user42}:b , 10 5 1 -n 13 --expect token-bucket:burst=10,rate=5/s
+
+  # go-redis/redis_rate's GCRA reply: retry and reset are strings of seconds
+  ratelimit eval --script gcra.lua rl:{user42}:g , 5 5 1 1 -n 7 --reply allowed,remaining,retry:s,reset:s
 
   # a sliding-window script of your own, a fresh request id and time on each call
   ratelimit eval --script sw.lua rl:{user42}:sw , 60000 100 {uuid} {now_ms} -n 5

@@ -57,11 +57,28 @@ Strategies (--strategies, default all):
 trial's key and ARGV from --args, split at spaces, where {limit} becomes the
 limit, {uuid} a fresh UUID for every call (for sliding-window request ids)
 and {now_ms} the client's Unix time in ms; any other {name} is an error. The
-first element of the reply is the decision: 1 allowed, 0 refused. Keep the
-script's state in KEYS[1]: only that key is deleted afterwards. With
---strategies none only your script is raced. The file must be a regular
-file of at most 1 MiB and not empty. 'ratelimit scripts --export DIR'
-writes the embedded scripts; their ARGV are in each file's header.
+first element of the reply is the decision: 1 allowed, 0 refused; --reply
+FIELDS says what each element means otherwise (allowed, remaining, retry,
+reset, ignore; retry:s and reset:s for seconds; numbers may be strings), e.g.
+--reply allowed,remaining,retry:s,reset:s for go-redis/redis_rate, whose
+allowed is the count admitted. Keep the script's state in KEYS[1]: only that
+key is deleted afterwards. With --strategies none only your script is raced.
+The file must be a regular file of at most 1 MiB and not empty. 'ratelimit
+scripts --export DIR' writes the embedded scripts; their ARGV are in each
+file's header.
+
+A script that refills during a trial (a token bucket reading the server's
+TIME, a sliding window with a short window) rightly admits more than --limit
+when a trial takes long: 1,000 goroutines on a busy machine can take 600 ms,
+in which a bucket of 10 at 5/s refills 3. Judge such a script by the model
+it implements with --expect MODEL (the syntax of load --expect, e.g.
+token-bucket:burst=10,rate=5/s, sliding-window:limit=10,window=1s,
+gcra:rate=5/s,burst=10): each trial's admissions must lie between the
+model's with every call decided at its send and the most it admits with
+every call decided somewhere between its send and its answer. Over- and
+under-admission both fail. A trial that refills little leaves little room:
+the model of a bucket that refills less than a token per trial admits
+exactly its capacity.
 
 Each strategy and trial uses its own key race:{<run id>}:<strategy>:<trial>
 (one hash tag per run, so on a cluster all keys live in one slot); every key
@@ -74,7 +91,9 @@ Exit 1 when a strategy that must be atomic (watch, incr, script, --script)
 admitted more than the limit in any trial (over-admission), or when one that
 must be exact (incr, script, --script) admitted fewer than the limit (or
 --concurrency, if lower) on its fresh key (under-admission: a script that
-refuses everything, or reads the wrong ARGV, fails here). watch may admit
+refuses everything, or reads the wrong ARGV, fails here); with --expect,
+when --script admitted outside the model's bounds in any trial (the failure
+names both and the trial's duration). watch may admit
 fewer under contention, as a request gives up after --watch-attempts
 conflicts: that is a note, not a failure. When naive did not over-admit, a
 note says the race was not reproduced at this concurrency (not a failure).
@@ -93,14 +112,15 @@ built-in Lua script send; on a cluster add ` + strings.Join(race.ClusterACL, " "
 
 JSON (-o json, or --out FILE for 'ratelimit report'; docs/json.md): kind
 "race", version 2, the envelope (tool, started_at, server, command),
-run_id, key_pattern, node (cluster), concurrency, limit, trials,
+run_id, key_pattern, node (cluster), concurrency, limit, expect, trials,
 watch_attempts, race_reproduced, checks (one per strategy: id, pass,
 message), verdict ("pass" or "fail"), notes, and strategies: name, label,
 atomic_expected, script_file, and per trial allowed, over_limit,
 final_value (the counter, or tokens taken; null for --script),
 lost_updates, retries, give_ups, errors, trial_p50_ms, trial_p99_ms,
-wall_ms; across trials p50_ms, p99_ms, allowed_min, allowed_median,
-allowed_max, error_sample. --out is checked before the run (a path that
+wall_ms, expected (with --expect: model, description, observed, of, low,
+high, unknown, span_ms, pass); across trials p50_ms, p99_ms, allowed_min,
+allowed_median, allowed_max, error_sample. --out is checked before the run (a path that
 cannot be written is exit 2 at once).
 
 Other outputs: -o markdown (GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY")
@@ -121,6 +141,15 @@ a <failure>).`,
   # the embedded sliding-window script (ARGV: window ms, limit, request id),
   # written by 'ratelimit scripts --export .'
   ratelimit race --script sliding_window.lua --args "60000 {limit} {uuid}"
+
+  # your own token bucket (ARGV: capacity, tokens per second, cost), judged
+  # by the model it implements over each trial as it really ran
+  ratelimit race --strategies none --script bucket.lua --args "{limit} 5 1" \
+    --expect token-bucket:burst=10,rate=5/s
+
+  # a GCRA in go-redis/redis_rate's shape: retry and reset as strings of seconds
+  ratelimit race --strategies none --script gcra.lua --args "{limit} 5 1 1" \
+    --reply allowed,remaining,retry:s,reset:s --expect gcra:rate=5/s,burst=10
 
   # only the fixed-window script (ARGV: window ms, limit), against naive
   ratelimit race --strategies naive --script fixed_window.lua --args "60000 {limit}"`,
