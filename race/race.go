@@ -290,6 +290,9 @@ func Run(ctx context.Context, client redis.UniversalClient, opts Options) (res R
 	if _, ok := client.(*redis.ClusterClient); ok {
 		res.Node = nodeAddr
 	}
+	if opts.User != nil && opts.User.Expect != nil {
+		res.Expect = opts.User.Expect.Spec
+	}
 	trials := make([][]trial, len(strats))
 	total, done := opts.Trials*len(strats), 0
 	for t := 1; t <= opts.Trials; t++ {
@@ -330,7 +333,7 @@ func Run(ctx context.Context, client redis.UniversalClient, opts Options) (res R
 	for i, s := range strats {
 		res.Strategies = append(res.Strategies, summarize(s, trials[i], opts))
 	}
-	judge(&res)
+	setVerdict(&res)
 	return res, nil
 }
 

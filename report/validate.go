@@ -200,7 +200,7 @@ func validateEval(res evaldoc.Result) error {
 		}
 	}
 	for i, c := range res.Calls {
-		if res.ReplyShape == "limiter" && (c.Allowed == nil || c.Remaining == nil) {
+		if res.ReplyShape == "limiter" && (c.Allowed == nil || c.Remaining == nil && res.Reply == "") {
 			return fieldf("calls[%d] has no allowed and remaining, want both for reply_shape \"limiter\"", i)
 		}
 		if err := firstErr(
