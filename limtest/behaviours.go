@@ -68,6 +68,9 @@ type BehaviourSpec struct {
 	// of the window kinds (with DateZone "UTC": `... UTC`).
 	DateReset bool
 	DateZone  string
+	// DateSkew moves the date sent by this much: a negative skew
+	// understates the wait (a broken reset, the negative control).
+	DateSkew time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -220,7 +223,7 @@ func Behave(t testing.TB, spec BehaviourSpec) string {
 			h.Set("X-RateLimit-Limit", strconv.Itoa(spec.Limit))
 			h.Set("X-RateLimit-Remaining", strconv.Itoa(a.Remaining))
 			// the next whole second: a reset never before the real one
-			at := a.Reset.UTC().Add(time.Second - 1).Truncate(time.Second)
+			at := a.Reset.UTC().Add(spec.DateSkew).Add(time.Second - 1).Truncate(time.Second)
 			v := at.Format(http.TimeFormat)
 			if spec.DateZone == "UTC" {
 				v = at.Format("Mon, 02 Jan 2006 15:04:05") + " UTC"
