@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -148,6 +149,26 @@ func TestOptionsHaveHelp(t *testing.T) {
 		for _, o := range e.Options {
 			if o.Help == "" || strings.Contains(o.Help, "\n") {
 				t.Errorf("%s option %s: help %q, want one line", e.Algo, o.Key, o.Help)
+			}
+		}
+	}
+}
+
+// TestLoadDocListsEveryOption: docs/load.md's model table names every
+// model and every option key of the registry.
+func TestLoadDocListsEveryOption(t *testing.T) {
+	raw, err := os.ReadFile("../docs/load.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	for _, e := range registry {
+		if !strings.Contains(doc, "| `"+string(e.Algo)+"` |") {
+			t.Errorf("docs/load.md has no row for %s", e.Algo)
+		}
+		for _, o := range e.Options {
+			if !strings.Contains(doc, "`"+o.Key+"=") {
+				t.Errorf("docs/load.md names no %s= (an option of %s)", o.Key, e.Algo)
 			}
 		}
 	}
