@@ -63,6 +63,17 @@ func TestLoadSlowdown(t *testing.T) {
 		fail: []string{"fixed-window:limit=10,window=2s", "slowdown:after=10,window=2s,step=400ms,max=2s"}})
 }
 
+// TestLoadExpressSlowDown: express-slow-down itself (3.1.1, from the npm
+// registry), 10 per 2 s at once, then 200 ms more each, up to 1 s: the
+// same verdicts as its reference.
+func TestLoadExpressSlowDown(t *testing.T) {
+	t.Parallel()
+	url := limtest.SlowDown(t, limtest.SlowDownOptions{DelayAfter: 10, Window: 2 * time.Second, Step: 200 * time.Millisecond, MaxDelay: time.Second, KeyHeader: "X-API-Key"})
+	runBehaviour(t, url, behaviourRun{rate: "20/s", dur: "4s",
+		pass: []string{"slowdown:after=10,window=2s,step=200ms,max=1s"},
+		fail: []string{"fixed-window:limit=10,window=2s", "slowdown:after=10,window=2s,step=400ms,max=2s"}})
+}
+
 // TestLoadBlockAfterRefusal: 5 per 1 s whose first refusal blocks the key
 // for 3 s: block=3s passes; the plain fixed window (5 each second) fails.
 func TestLoadBlockAfterRefusal(t *testing.T) {
