@@ -75,6 +75,8 @@ func (r *Result) CheckList() []doc.Check {
 	switch {
 	case !seen.Pass:
 		seen.Message = noLimiterMessage(r)
+	case delaysSeen(r):
+		seen.Message = fmt.Sprintf("no refusal, but %d of the %d requests the model delays were held as long: a limiter that delays", r.Expect.Delays.Met, r.Expect.Delays.Delayed)
 	case r.Responses == 0:
 		seen.Message = "no response to look at"
 	}
@@ -287,9 +289,21 @@ const NoLimiterNoteUnrecorded = "no refusal seen (and the recording has no heade
 
 // NoLimiterSeen reports whether a run got responses but refused none and
 // saw no RateLimit, RateLimit-Policy or legacy X-RateLimit-* field.
+// Delays the model predicts and the target really held (a limiter that
+// delays rather than refuses: slowdown, leaky-bucket delay=) are a sign too.
 func NoLimiterSeen(res *Result) bool {
 	h := res.Headers
-	return res.Responses > 0 && res.RateLimited == 0 && h.RateLimit.Present == 0 && h.Policy.Present == 0 && h.Legacy == 0
+	return res.Responses > 0 && res.RateLimited == 0 && h.RateLimit.Present == 0 && h.Policy.Present == 0 && h.Legacy == 0 && !delaysSeen(res)
+}
+
+// delaysSeen reports whether a run without refusals was judged against a
+// model that delays and most of its delayed requests were held as long.
+func delaysSeen(res *Result) bool {
+	if res.Expect == nil || res.Expect.Delays == nil {
+		return false
+	}
+	d := res.Expect.Delays
+	return res.RateLimited == 0 && d.Met > 0 && 2*d.Met >= d.Delayed
 }
 
 // noLimiterMessage is NoLimiterNote, for a recording that could not show
