@@ -106,7 +106,7 @@ func Decode(data []byte) (Document, error) {
 	if err := info.validate(v); err != nil {
 		return Document{}, err
 	}
-	return Document{Kind: *h.Kind, Version: *h.Version, Value: v}, nil
+	return Document{Kind: *h.Kind, Version: *h.Version, Value: maskSecrets(v)}, nil
 }
 
 func joinInts(xs []int) string {
