@@ -201,7 +201,7 @@ as Basic auth and masked in every output and error.`,
 	fl.IntVar(&opts.Identities, "identities", 1, "spread requests round-robin over N API keys load-<run>-<n> (0: send none)")
 	fl.StringVar(&opts.IdentityHeader, "identity-header", load.DefaultIdentityHeader, "header that carries the API key")
 	fl.StringVar(&opts.ExpectStatus, "expect-status", "200,429", "statuses that are not failures (e.g. 200,429 or 2xx,429); a 4xx or 5xx among them is a refusal (see --limited-status)")
-	fl.StringVar(&opts.LimitedStatus, "limited-status", "", "statuses besides 429 that are the limiter's refusals (e.g. 503 for nginx's default); default: the 4xx and 5xx of --expect-status")
+	fl.StringVar(&opts.LimitedStatus, "limited-status", "", "statuses besides 429 that are the limiter's refusals, 4xx or 5xx (e.g. 503 for nginx's default), never counted as failed; default: the 4xx and 5xx of --expect-status")
 	fl.StringVar(&opts.MaxFailed, "max-failed", "1%", "threshold: most failed requests allowed (unexpected status or transport error)")
 	fl.IntVar(&opts.PreAllocatedVUs, "pre-allocated-vus", load.DefaultPreAllocatedVUs, "VUs started before the clock (at most --max-vus)")
 	fl.IntVar(&opts.MaxVUs, "max-vus", load.DefaultMaxVUs, "most VUs, at least --pre-allocated-vus; an iteration due with none idle beyond this is dropped")
@@ -558,7 +558,7 @@ func limitedStatuses(flag string, expected []int) ([]int, error) {
 	}
 	out := judge.DeclaredRefusals(given, expected)
 	if _, err := judge.NewRule(out); err != nil {
-		return nil, exitcode.Usagef("--limited-status: %v", err)
+		return nil, exitcode.Usagef("--limited-status %v", err)
 	}
 	return out, nil
 }

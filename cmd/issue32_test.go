@@ -1,0 +1,63 @@
+package cmd
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/serve"
+)
+
+// TestLimitedStatusSameEverywhere (issue 32): --limited-status is read
+// alike by load and report --from as by probe: a status that is not 4xx
+// or 5xx (999, 100, 1xx, 200, 302) is bad input, exit 2, in one line.
+func TestLimitedStatusSameEverywhere(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "k6.json")
+	if err := os.WriteFile(rec, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"999", "100", "1xx", "200", "302", "503,600"} {
+		for _, args := range [][]string{
+			{"load", "--target", "http://127.0.0.1:1/", "--rate", "1/s", "--duration", "1s", "--limited-status", bad},
+			{"report", "--from", "k6", rec, "--limited-status", bad},
+			{"probe", "http://127.0.0.1:1/", "--limited-status", bad},
+		} {
+			tf := newTestFactory(t)
+			if code := tf.execute(t, args...); code != exitcode.Usage {
+				t.Errorf("ratelimit %s = %d, want %d\n%s", strings.Join(args, " "), code, exitcode.Usage, tf.ErrOut.String())
+				continue
+			}
+			if e := tf.ErrOut.String(); !strings.Contains(e, "a refusal is a 4xx or 5xx status") || strings.Count(strings.TrimSpace(e), "\n") > 0 {
+				t.Errorf("ratelimit %s: stderr %q, want one line saying a refusal is a 4xx or 5xx status", strings.Join(args, " "), e)
+			}
+		}
+	}
+}
+
+// TestDeclaredRefusalNeverFailed (issue 32): load --limited-status 503
+// against serve --break status-503 counts the 503s as refusals and not as
+// failures, without --expect-status 200,503.
+func TestDeclaredRefusalNeverFailed(t *testing.T) {
+	t.Parallel()
+	target := probeTarget(t, serve.BreakStatus503)
+	tf := newTestFactory(t)
+	code := tf.execute(t, "load", "--target", target, "--rate", "20/s", "--duration", "2s", "--limited-status", "503",
+		"--expect", "token-bucket:burst=10,rate=5/s", "--headers", "off", "-o", "json")
+	var d struct {
+		Refused int64            `json:"refused"`
+		Failed  int64            `json:"failed"`
+		Status  map[string]int64 `json:"status"`
+	}
+	if err := json.Unmarshal(tf.Out.Bytes(), &d); err != nil {
+		t.Fatalf("load = %d: %v\n%s%s", code, err, tf.Out.String(), tf.ErrOut.String())
+	}
+	if d.Status["503"] == 0 || d.Refused != d.Status["503"] || d.Failed != 0 {
+		t.Errorf("503s %d, refused %d, failed %d; want every 503 refused and none failed", d.Status["503"], d.Refused, d.Failed)
+	}
+	if code != exitcode.OK {
+		t.Errorf("load = %d, want 0\n%s", code, tf.ErrOut.String())
+	}
+}
