@@ -88,6 +88,9 @@ func (j Judged) Line() string {
 	if j.Delays != nil {
 		line += "; " + j.Delays.Line
 	}
+	if j.Note == AdmitsAllNote {
+		line += "; " + j.Note
+	}
 	return line
 }
 
@@ -277,7 +280,7 @@ func (s *Stream) Finish(identities int, jitterMs float64, policy string) Judged 
 		out.OverMs = float64((s.maxSend-s.minSend)/1e3) / 1e3
 	}
 	result := func(i int) (int64, Tolerance, []int64) {
-		tol := tolerance(s.readings[i].PerSecond(), identities, jitterMs, s.bySend[i], s.byDone[i], s.unknown)
+		tol := tolerance(s.readings[i].PerSecond(), identities, jitterMs, s.bySend[i], s.byDone[i], s.unknown, s.of)
 		perSec := make([]int64, s.lastSec+1)
 		copy(perSec, s.perSec[i])
 		return s.bySend[i], tol, perSec
@@ -295,6 +298,9 @@ func (s *Stream) Finish(identities int, jitterMs float64, policy string) Judged 
 		out.Expected, out.Tol, out.Tolerance, out.ExpectedPerSecond = e, tol, tol.Total(), perSec
 		out.judged = &s.readings[0]
 		out.Pass = abs(out.Observed-e) <= out.Tolerance
+		if admitsAll(e, s.of) {
+			out.Note = AdmitsAllNote
+		}
 		if s.delays.any() {
 			out.Delays = s.delays.verdict(out.Tolerance)
 			out.Pass = out.Pass && out.Delays.Pass
