@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,5 +61,26 @@ func TestDeclaredRefusalNeverFailed(t *testing.T) {
 	}
 	if code != exitcode.OK {
 		t.Errorf("load = %d, want 0\n%s", code, tf.ErrOut.String())
+	}
+}
+
+// TestExpectAutoWithoutPolicy (issue 32): load --expect auto against a
+// target that advertises no policy was exit 1, the code of a count the
+// limiter got wrong; it is exit 2 (nothing to read), naming probe
+// --fingerprint. Without --expect, the skipped expect check points there
+// too.
+func TestExpectAutoWithoutPolicy(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	t.Cleanup(ts.Close)
+	tf := newTestFactory(t)
+	code := tf.execute(t, "load", "--target", ts.URL+"/x", "--rate", "10/s", "--duration", "1s", "--expect", "auto")
+	if e := tf.ErrOut.String(); code != exitcode.Usage || !strings.Contains(e, "probe --fingerprint") {
+		t.Errorf("load --expect auto without a policy = %d, want %d naming probe --fingerprint\n%s", code, exitcode.Usage, e)
+	}
+	tf = newTestFactory(t)
+	code = tf.execute(t, "load", "--target", ts.URL+"/x", "--rate", "10/s", "--duration", "1s")
+	if out := tf.Out.String(); code != exitcode.OK || !strings.Contains(out, "probe --fingerprint") {
+		t.Errorf("load without --expect nor a policy = %d, want 0 and a pointer to probe --fingerprint\n%s%s", code, out, tf.ErrOut.String())
 	}
 }

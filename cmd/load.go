@@ -302,10 +302,23 @@ func loadOutcome(res *tally.Result) error {
 			return exitcode.Unreachablef("target %s refused or could not be reached for %s; start it or check --target", res.Target, what)
 		}
 	}
+	if err := noPolicyToRead(res); err != nil {
+		return err
+	}
 	if res.Verdict == "fail" {
 		return exitcode.Failf("load: %s", strings.Join(res.VerdictMessages, "; "))
 	}
 	return nil
+}
+
+// noPolicyToRead is exit 2 for --expect auto when the target advertised no
+// policy: nothing was judged for want of input, which CI must tell from a
+// count the limiter got wrong (exit 1).
+func noPolicyToRead(res *tally.Result) error {
+	if res.Expect == nil || !res.Expect.NoPolicyToRead() {
+		return nil
+	}
+	return exitcode.Usagef("--expect auto: %s advertised no RateLimit-Policy to read; %s", res.Target, judge.FindModelHint)
 }
 
 // loadOptions turns the flags into load.Options; every error is exit 2.

@@ -402,6 +402,9 @@ func runReportFrom(opts *reportOptions, format string) error {
 // reportOutcome is the exit of a judged recording: 1 when the verdict
 // failed, as load's.
 func reportOutcome(res *tally.Result) error {
+	if err := noPolicyToRead(res); err != nil {
+		return err
+	}
 	if res.Verdict == "fail" {
 		return exitcode.Failf("report: %s", strings.Join(res.VerdictMessages, "; "))
 	}
