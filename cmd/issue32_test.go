@@ -84,3 +84,41 @@ func TestExpectAutoWithoutPolicy(t *testing.T) {
 		t.Errorf("load without --expect nor a policy = %d, want 0 and a pointer to probe --fingerprint\n%s%s", code, out, tf.ErrOut.String())
 	}
 }
+
+// TestReportHTMLHeadlineAndGate (issue 32): report --html FILE printed only
+// "wrote FILE"; it prints the headline verdict too. report exited 0 on a
+// failed document; --exit-code makes it exit 1, as CI needs, and report
+// --help says so and points to docs/load.md, where the k6 and vegeta
+// section moved.
+func TestReportHTMLHeadlineAndGate(t *testing.T) {
+	dir := t.TempDir()
+	pass, fail := filepath.Join("..", "report", "testdata", "failover.json"), filepath.Join("..", "report", "testdata", "failover_fail.json")
+	page := filepath.Join(dir, "report.html")
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "report", pass, fail, "--html", page); code != exitcode.OK {
+		t.Fatalf("report --html = %d\n%s", code, tf.ErrOut.String())
+	}
+	if e := tf.ErrOut.String(); !strings.Contains(e, "verdict FAIL: 1 of 2 failed") || !strings.Contains(e, "failover_fail.json") {
+		t.Errorf("report --html stderr %q, want the headline verdict naming the failed document", e)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"report", pass, fail, "--exit-code"}, exitcode.Failed},
+		{[]string{"report", pass, fail, "--html", page, "--exit-code"}, exitcode.Failed},
+		{[]string{"report", pass, "--exit-code"}, exitcode.OK},
+		{[]string{"report", pass, fail}, exitcode.OK},
+	} {
+		tf := newTestFactory(t)
+		if code := tf.execute(t, tt.args...); code != tt.code {
+			t.Errorf("ratelimit %s = %d, want %d\n%s", strings.Join(tt.args, " "), code, tt.code, tf.ErrOut.String())
+		}
+	}
+	tf = newTestFactory(t)
+	tf.execute(t, "report", "--help")
+	help := tf.Out.String()
+	if !strings.Contains(help, "--exit-code") || !strings.Contains(help, "in CI") || !strings.Contains(help, "docs/load.md") || strings.Contains(help, "(README:") {
+		t.Errorf("report --help does not name --exit-code for CI and docs/load.md:\n%s", help)
+	}
+}
