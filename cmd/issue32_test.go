@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/serve"
 )
 
@@ -120,5 +121,31 @@ func TestReportHTMLHeadlineAndGate(t *testing.T) {
 	help := tf.Out.String()
 	if !strings.Contains(help, "--exit-code") || !strings.Contains(help, "in CI") || !strings.Contains(help, "docs/load.md") || strings.Contains(help, "(README:") {
 		t.Errorf("report --help does not name --exit-code for CI and docs/load.md:\n%s", help)
+	}
+}
+
+// TestLoadHelpListsEveryModelParameter (issue 32): load --help did not
+// list align=, offset=, count-refused=, round= or delay=, while the README
+// says it lists every model parameter. The list is generated from the
+// limiter registry: every algorithm, parameter and option of it appears.
+func TestLoadHelpListsEveryModelParameter(t *testing.T) {
+	tf := newTestFactory(t)
+	tf.execute(t, "load", "--help")
+	help := tf.Out.String()
+	for _, a := range limiter.Algos() {
+		e := limiter.Lookup(a)
+		if !strings.Contains(help, "  "+string(a)+":") {
+			t.Errorf("load --help does not list the model %s", a)
+		}
+		for _, p := range e.Params {
+			if !strings.Contains(help, p.Key+"=") {
+				t.Errorf("load --help does not list %s's parameter %s=", a, p.Key)
+			}
+		}
+		for _, o := range e.Options {
+			if !strings.Contains(help, "      "+o.Key+"=") {
+				t.Errorf("load --help does not list %s's option %s=", a, o.Key)
+			}
+		}
 	}
 }

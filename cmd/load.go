@@ -80,6 +80,8 @@ headers are checked. With --expect, the admitted count is compared with what
 the limiter's arithmetic admits for the arrivals actually sent (one limiter per
 identity), within a tolerance derived from the rate and the observed latency.
 
+` + modelsHelp() + `
+
 Thresholds (k6 style, --threshold, repeatable) are checked at the end and
 listed in every output: METRIC OP VALUE with OP one of < <= > >= == != and
 METRIC one of
@@ -574,4 +576,33 @@ func limitedStatuses(flag string, expected []int) ([]int, error) {
 		return nil, exitcode.Usagef("--limited-status %v", err)
 	}
 	return out, nil
+}
+
+// modelsHelp lists every --expect model with its parameters and options,
+// generated from the limiter registry, so an option added there is listed
+// here without an edit.
+func modelsHelp() string {
+	var b strings.Builder
+	b.WriteString("Models for --expect (MODEL:key=value,..., several joined by + must all admit;\nauto reads RateLimit-Policy, none judges nothing):\n")
+	forms := strings.Split(limiter.SpecSyntax(), ", ")
+	for i, a := range limiter.Algos() {
+		e := limiter.Lookup(a)
+		form := string(a)
+		if i < len(forms) {
+			form = forms[i]
+		}
+		fmt.Fprintf(&b, "  %s  (%s)\n", form, e.Words)
+		for _, o := range e.Options {
+			value := "V"
+			if len(o.Values) > 0 {
+				value = strings.Join(o.Values, "|")
+			}
+			line := fmt.Sprintf("      %s=%s  %s", o.Key, value, o.Help)
+			if o.Default != "" {
+				line += " (default " + o.Default + ")"
+			}
+			b.WriteString(line + "\n")
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
