@@ -66,8 +66,8 @@ func newReportCmd(f *Factory, run func(*reportOptions) error) *cobra.Command {
 eval, eval --simulate, scripts, race, load, merge, report --from, keyslot,
 probe and failover) in any output format. Kinds this build reads:
 ` + reportKinds() + `.
-Documents are version 2 (docs/json.md, schemas in docs/schema); version 1
-documents of older releases are upgraded on read and render the same:
+Each kind has its own version (docs/json.md, schemas in docs/schema): ` + reportVersions() + `;
+older versions are upgraded on read and render the same:
 
   text      tables for a terminal (colour only on a terminal, never for NO_COLOR)
   json      the document again (one file: the document; several: an array)
@@ -188,6 +188,17 @@ than that is refused (exit 2) naming its line.`,
 	fl.StringVar(&opts.Headers429, "headers", load.HeadersFail, "with --from: broken rate limit headers fail the verdict (fail), are reported only (warn) or are not checked (off)")
 	fl.DurationVar(&opts.ReorderWindow, "reorder-window", recording.DefaultReorderWindow, "with --from: how long past the longest latency seen to wait for responses written out of order")
 	return c
+}
+
+// reportVersions names the version each kind is written in: "eval 2,
+// ..., probe 1".
+func reportVersions() string {
+	var out []string
+	for _, k := range report.Kinds() {
+		vs := report.Versions(k)
+		out = append(out, fmt.Sprintf("%s %d", k, vs[len(vs)-1]))
+	}
+	return strings.Join(out, ", ")
 }
 
 // reportKinds names the document kinds report reads: "eval, simulate, ...".
