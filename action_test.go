@@ -38,6 +38,9 @@ func TestActionScript(t *testing.T) {
 		{"crossslot", `keyslot --same-slot rl:user:42:minute rl:user:42:day`, 1, "FAIL", "1"},
 		{"bad input", `keyslot --template 'rl:{t:%d}' --range 9-1`, 2, "", ""},
 		{"no expansion", `keyslot --same-slot '$(touch pwned)' "$HOME"`, 1, "", "1"},
+		// issue 32: xargs dropped the unfinished word and ran the rest (exit 0)
+		{"unmatched quote", `keyslot --same-slot 'rl:{user:42}:minute' rl:{user:42}:day 'rl:user:42:week`, 2, "", ""},
+		{"unmatched double quote", `keyslot --same-slot "rl:{user:42}:minute rl:{user:42}:day`, 2, "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			work := t.TempDir()

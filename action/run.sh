@@ -11,19 +11,34 @@
 # GITHUB_OUTPUT; both are optional here.
 set -uo pipefail
 rl="${RATELIMIT:-ratelimit}"
-if [ -z "${INPUT_COMMAND:-}" ]; then
-	echo "ratelimit action: the command input is empty (e.g. keyslot --groups groups.txt)" >&2
+# refuse prints one line and ends the step as bad input (exit 2).
+refuse() {
+	echo "ratelimit action: $1" >&2
+	if [ -n "${GITHUB_OUTPUT:-}" ]; then
+		echo "exit-code=2" >> "$GITHUB_OUTPUT"
+	fi
 	exit 2
+}
+if [ -z "${INPUT_COMMAND:-}" ]; then
+	refuse "the command input is empty (e.g. keyslot --groups groups.txt)"
 fi
 doc="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/ratelimit-$$.json"
 rm -f "$doc"
 # Split the command as the shell splits words (quotes and backslashes
 # honoured by xargs), without expanding anything: no $VAR, no $(...).
+# An unmatched quote makes xargs drop the unfinished word and run the
+# rest: its exit status is read, and such input refused (exit 2).
+split="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/ratelimit-$$.args"
+printf '%s' "$INPUT_COMMAND" | xargs printf '%s\0' > "$split" 2>/dev/null
+status=("${PIPESTATUS[@]}")
 args=()
-while IFS= read -r -d '' a; do args+=("$a"); done < <(printf '%s' "$INPUT_COMMAND" | xargs printf '%s\0')
+while IFS= read -r -d '' a; do args+=("$a"); done < "$split"
+rm -f "$split"
+if [ "${status[1]}" -ne 0 ]; then
+	refuse "cannot split the command input: an unmatched quote; quote as the shell does"
+fi
 if [ "${#args[@]}" -eq 0 ]; then
-	echo "ratelimit action: cannot split the command input: $INPUT_COMMAND" >&2
-	exit 2
+	refuse "the command input holds no word"
 fi
 set -- "${args[@]}"
 "$rl" "$@" --out "$doc"

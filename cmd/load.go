@@ -80,6 +80,8 @@ headers are checked. With --expect, the admitted count is compared with what
 the limiter's arithmetic admits for the arrivals actually sent (one limiter per
 identity), within a tolerance derived from the rate and the observed latency.
 
+` + modelsHelp() + `
+
 Thresholds (k6 style, --threshold, repeatable) are checked at the end and
 listed in every output: METRIC OP VALUE with OP one of < <= > >= == != and
 METRIC one of
@@ -201,7 +203,7 @@ as Basic auth and masked in every output and error.`,
 	fl.IntVar(&opts.Identities, "identities", 1, "spread requests round-robin over N API keys load-<run>-<n> (0: send none)")
 	fl.StringVar(&opts.IdentityHeader, "identity-header", load.DefaultIdentityHeader, "header that carries the API key")
 	fl.StringVar(&opts.ExpectStatus, "expect-status", "200,429", "statuses that are not failures (e.g. 200,429 or 2xx,429); a 4xx or 5xx among them is a refusal (see --limited-status)")
-	fl.StringVar(&opts.LimitedStatus, "limited-status", "", "statuses besides 429 that are the limiter's refusals (e.g. 503 for nginx's default); default: the 4xx and 5xx of --expect-status")
+	fl.StringVar(&opts.LimitedStatus, "limited-status", "", "statuses besides 429 that are the limiter's refusals, 4xx or 5xx (e.g. 503 for nginx's default), never counted as failed; default: the 4xx and 5xx of --expect-status")
 	fl.StringVar(&opts.MaxFailed, "max-failed", "1%", "threshold: most failed requests allowed (unexpected status or transport error)")
 	fl.IntVar(&opts.PreAllocatedVUs, "pre-allocated-vus", load.DefaultPreAllocatedVUs, "VUs started before the clock (at most --max-vus)")
 	fl.IntVar(&opts.MaxVUs, "max-vus", load.DefaultMaxVUs, "most VUs, at least --pre-allocated-vus; an iteration due with none idle beyond this is dropped")
@@ -302,10 +304,23 @@ func loadOutcome(res *tally.Result) error {
 			return exitcode.Unreachablef("target %s refused or could not be reached for %s; start it or check --target", res.Target, what)
 		}
 	}
+	if err := noPolicyToRead(res); err != nil {
+		return err
+	}
 	if res.Verdict == "fail" {
 		return exitcode.Failf("load: %s", strings.Join(res.VerdictMessages, "; "))
 	}
 	return nil
+}
+
+// noPolicyToRead is exit 2 for --expect auto when the target advertised no
+// policy: nothing was judged for want of input, which CI must tell from a
+// count the limiter got wrong (exit 1).
+func noPolicyToRead(res *tally.Result) error {
+	if res.Expect == nil || !res.Expect.NoPolicyToRead() {
+		return nil
+	}
+	return exitcode.Usagef("--expect auto: %s advertised no RateLimit-Policy to read; %s", res.Target, judge.FindModelHint)
 }
 
 // loadOptions turns the flags into load.Options; every error is exit 2.
@@ -558,7 +573,36 @@ func limitedStatuses(flag string, expected []int) ([]int, error) {
 	}
 	out := judge.DeclaredRefusals(given, expected)
 	if _, err := judge.NewRule(out); err != nil {
-		return nil, exitcode.Usagef("--limited-status: %v", err)
+		return nil, exitcode.Usagef("--limited-status %v", err)
 	}
 	return out, nil
+}
+
+// modelsHelp lists every --expect model with its parameters and options,
+// generated from the limiter registry, so an option added there is listed
+// here without an edit.
+func modelsHelp() string {
+	var b strings.Builder
+	b.WriteString("Models for --expect (MODEL:key=value,..., several joined by + must all admit;\nauto reads RateLimit-Policy, none judges nothing):\n")
+	forms := strings.Split(limiter.SpecSyntax(), ", ")
+	for i, a := range limiter.Algos() {
+		e := limiter.Lookup(a)
+		form := string(a)
+		if i < len(forms) {
+			form = forms[i]
+		}
+		fmt.Fprintf(&b, "  %s  (%s)\n", form, e.Words)
+		for _, o := range e.Options {
+			value := "V"
+			if len(o.Values) > 0 {
+				value = strings.Join(o.Values, "|")
+			}
+			line := fmt.Sprintf("      %s=%s  %s", o.Key, value, o.Help)
+			if o.Default != "" {
+				line += " (default " + o.Default + ")"
+			}
+			b.WriteString(line + "\n")
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

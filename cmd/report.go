@@ -28,6 +28,8 @@ type reportOptions struct {
 
 	Files []string // saved documents; "-" is stdin
 	HTML  string   // write one page for all documents to this file ("-": Out)
+	// ExitCode: exit 1 when a document's verdict failed (for CI).
+	ExitCode bool
 	// OutputSet is true when -o was given; with --html and without -o
 	// nothing else is written to Out.
 	OutputSet bool
@@ -64,8 +66,8 @@ func newReportCmd(f *Factory, run func(*reportOptions) error) *cobra.Command {
 eval, eval --simulate, scripts, race, load, merge, report --from, keyslot,
 probe and failover) in any output format. Kinds this build reads:
 ` + reportKinds() + `.
-Documents are version 2 (docs/json.md, schemas in docs/schema); version 1
-documents of older releases are upgraded on read and render the same:
+Each kind has its own version (docs/json.md, schemas in docs/schema): ` + reportVersions() + `;
+older versions are upgraded on read and render the same:
 
   text      tables for a terminal (colour only on a terminal, never for NO_COLOR)
   json      the document again (one file: the document; several: an array)
@@ -103,7 +105,9 @@ in one pass before the file is read into memory) is a one-line error naming
 the file and the field (exit 2). --html must name a regular file, or - for
 standard output (a FIFO would block for ever). Control bytes in keys and names are shown as
 escapes (\n, \x1b) in every format; valid UTF-8 is shown as is. Exit 0 once every document is rendered, whatever
-the verdicts in them; the commands that made them exit 1 on a failed verdict.
+the verdicts in them (the commands that made them exit 1 on a failed verdict); in CI, pass --exit-code: exit 1
+when any document's verdict failed, as k6 exits on a failed threshold. --html FILE prints where it wrote the page
+and the headline verdict on standard error.
 
 --from k6|vegeta FILE judges a run another tool recorded (FILE, or - for
 standard input) as 'ratelimit load' judges its own, into a load document
@@ -125,7 +129,7 @@ said, not invented: its due times are unknown (latency from the due time
 is latency from the send), dropped iterations are only those k6 records
 (dropped_iterations), and the header checks are skipped without response
 headers: vegeta records them, k6 does not unless the script counts each
-response in a Counter named ratelimit_headers tagged with them (README:
+response in a Counter named ratelimit_headers tagged with them (docs/load.md:
 "Already using k6 or vegeta?"). --expect auto needs RateLimit-Policy, so a
 recording without headers needs --expect MODEL. The file is read once in
 constant memory (histograms, one timeline entry per second, models per
@@ -141,6 +145,9 @@ than that is refused (exit 2) naming its line.`,
   ratelimit race --redis embedded --out race.json
   ratelimit keyslot --groups groups.txt -o json > keyslot.json
   ratelimit report race.json keyslot.json load.json -o junit > ratelimit.xml
+
+  # in CI: fail the job when a saved run failed
+  ratelimit report load.json -o markdown --exit-code >> "$GITHUB_STEP_SUMMARY"
 
   # one HTML page with charts for all of them
   ratelimit report race.json keyslot.json load.json --html report.html
@@ -168,7 +175,8 @@ than that is refused (exit 2) naming its line.`,
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opts.HTML, "html", "", "also write one self-contained HTML page with charts for all documents to FILE (- for standard output)")
+	fl.StringVar(&opts.HTML, "html", "", "also write one self-contained HTML page with charts for all documents to FILE (- for standard output); the headline verdict goes to standard error")
+	fl.BoolVar(&opts.ExitCode, "exit-code", false, "exit 1 when a document's verdict failed (use it in CI); without it, exit 0 once every document is rendered")
 	fl.StringVar(&opts.From, "from", "", "judge a recording of another tool instead: k6 (k6 run --out json) or vegeta (vegeta attack, gob, JSON or CSV)")
 	fl.StringVar(&opts.Expect, "expect", "", "with --from: judge the admitted count, as load --expect (auto needs recorded RateLimit-Policy headers)")
 	fl.StringVar(&opts.IdentityTag, "identity-tag", "", "with --from: the k6 tag, or the vegeta response header, that names each request's identity (one limiter per identity)")
@@ -180,6 +188,17 @@ than that is refused (exit 2) naming its line.`,
 	fl.StringVar(&opts.Headers429, "headers", load.HeadersFail, "with --from: broken rate limit headers fail the verdict (fail), are reported only (warn) or are not checked (off)")
 	fl.DurationVar(&opts.ReorderWindow, "reorder-window", recording.DefaultReorderWindow, "with --from: how long past the longest latency seen to wait for responses written out of order")
 	return c
+}
+
+// reportVersions names the version each kind is written in: "eval 2,
+// ..., probe 1".
+func reportVersions() string {
+	var out []string
+	for _, k := range report.Kinds() {
+		vs := report.Versions(k)
+		out = append(out, fmt.Sprintf("%s %d", k, vs[len(vs)-1]))
+	}
+	return strings.Join(out, ", ")
 }
 
 // reportKinds names the document kinds report reads: "eval, simulate, ...".
@@ -241,12 +260,51 @@ func runReport(opts *reportOptions) error {
 		}
 		if !writeText {
 			if opts.HTML != "-" {
-				fmt.Fprintf(f.IO.ErrOut, "report: wrote %s (%d %s)\n", opts.HTML, len(docs), map[bool]string{true: "document", false: "documents"}[len(docs) == 1])
+				fmt.Fprintf(f.IO.ErrOut, "report: wrote %s (%d %s): %s\n", opts.HTML, len(docs), map[bool]string{true: "document", false: "documents"}[len(docs) == 1], headline(docs))
 			}
-			return nil
+			return opts.gate(docs)
 		}
 	}
-	return renderDocuments(f, format, docs)
+	if err := renderDocuments(f, format, docs); err != nil {
+		return err
+	}
+	return opts.gate(docs)
+}
+
+// headline is the verdict of a set of documents in one line: "PASS", or
+// "FAIL: 1 of 3 failed (load.json)"; "no verdict" when no kind has one.
+func headline(docs []report.Document) string {
+	var judged int
+	var failed []string
+	for _, d := range docs {
+		pass, has := report.Verdict(d)
+		if !has {
+			continue
+		}
+		judged++
+		if !pass {
+			failed = append(failed, report.Printable(d.Source))
+		}
+	}
+	switch {
+	case judged == 0:
+		return "no verdict (no document holds checks)"
+	case len(failed) == 0:
+		return "verdict PASS"
+	}
+	return fmt.Sprintf("verdict FAIL: %d of %d failed (%s)", len(failed), judged, strings.Join(failed, ", "))
+}
+
+// gate is the exit of rendered documents: 0, or with --exit-code 1 when
+// a document's verdict failed.
+func (opts *reportOptions) gate(docs []report.Document) error {
+	if !opts.ExitCode {
+		return nil
+	}
+	if h := headline(docs); strings.HasPrefix(h, "verdict FAIL") {
+		return exitcode.Failf("report: %s", h)
+	}
+	return nil
 }
 
 // readDocument reads a regular file of at most max bytes, or stdin for
@@ -394,7 +452,7 @@ func runReportFrom(opts *reportOptions, format string) error {
 			return err
 		}
 	} else if opts.HTML != "-" {
-		fmt.Fprintf(f.IO.ErrOut, "report: wrote %s\n", opts.HTML)
+		fmt.Fprintf(f.IO.ErrOut, "report: wrote %s: %s\n", opts.HTML, headline([]report.Document{d}))
 	}
 	return reportOutcome(res)
 }
@@ -402,6 +460,9 @@ func runReportFrom(opts *reportOptions, format string) error {
 // reportOutcome is the exit of a judged recording: 1 when the verdict
 // failed, as load's.
 func reportOutcome(res *tally.Result) error {
+	if err := noPolicyToRead(res); err != nil {
+		return err
+	}
 	if res.Verdict == "fail" {
 		return exitcode.Failf("report: %s", strings.Join(res.VerdictMessages, "; "))
 	}

@@ -53,7 +53,7 @@ func CheckRetryAfter(h http.Header, now time.Time) (RetryAfter, error) {
 	vs := h[NameRetryAfter] // canonical already
 	switch len(vs) {
 	case 0:
-		return RetryAfter{}, invalidf("%s is missing", NameRetryAfter)
+		return RetryAfter{}, missing(NameRetryAfter)
 	case 1:
 	default:
 		return RetryAfter{}, invalidf("%s appears %d times", NameRetryAfter, len(vs))
@@ -85,3 +85,13 @@ func FormatRetryAfterMs(ms int64) string {
 	}
 	return FormatRetryAfter(time.Duration(ms) * time.Millisecond)
 }
+
+// missingError is a field that is absent: it wraps ErrInvalid as every
+// error of this package does, but reads "Retry-After is missing", not
+// "invalid rate limit header: ...": nothing was there to be invalid.
+type missingError struct{ name string }
+
+func (e missingError) Error() string { return e.name + " is missing" }
+func (e missingError) Unwrap() error { return ErrInvalid }
+
+func missing(name string) error { return missingError{name} }

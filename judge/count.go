@@ -88,6 +88,9 @@ func (j Judged) Line() string {
 	if j.Delays != nil {
 		line += "; " + j.Delays.Line
 	}
+	if j.Note == AdmitsAllNote {
+		line += "; " + j.Note
+	}
 	return line
 }
 
@@ -277,7 +280,7 @@ func (s *Stream) Finish(identities int, jitterMs float64, policy string) Judged 
 		out.OverMs = float64((s.maxSend-s.minSend)/1e3) / 1e3
 	}
 	result := func(i int) (int64, Tolerance, []int64) {
-		tol := tolerance(s.readings[i].PerSecond(), identities, jitterMs, s.bySend[i], s.byDone[i], s.unknown)
+		tol := tolerance(s.readings[i].PerSecond(), identities, jitterMs, s.bySend[i], s.byDone[i], s.unknown, s.of)
 		perSec := make([]int64, s.lastSec+1)
 		copy(perSec, s.perSec[i])
 		return s.bySend[i], tol, perSec
@@ -295,6 +298,9 @@ func (s *Stream) Finish(identities int, jitterMs float64, policy string) Judged 
 		out.Expected, out.Tol, out.Tolerance, out.ExpectedPerSecond = e, tol, tol.Total(), perSec
 		out.judged = &s.readings[0]
 		out.Pass = abs(out.Observed-e) <= out.Tolerance
+		if admitsAll(e, s.of) {
+			out.Note = AdmitsAllNote
+		}
 		if s.delays.any() {
 			out.Delays = s.delays.verdict(out.Tolerance)
 			out.Pass = out.Pass && out.Delays.Pass
@@ -303,10 +309,10 @@ func (s *Stream) Finish(identities int, jitterMs float64, policy string) Judged 
 	}
 	out.Implicit = s.x.Implicit
 	if s.readings == nil {
-		out.Note = "no RateLimit-Policy with q > 0 and w > 0 to read; pass --expect MODEL:params"
+		out.Note = "no RateLimit-Policy with q > 0 and w > 0 to read; " + FindModelHint
 		if s.x.Implicit {
 			out.NotJudged, out.Pass = true, true
-			out.Note = "the admitted count was not judged: no --expect model was given and the target advertises no RateLimit-Policy"
+			out.Note = "the admitted count was not judged: no --expect model was given and the target advertises no RateLimit-Policy; " + FindModelHint
 		}
 		return out
 	}
@@ -349,6 +355,15 @@ func (s *Stream) Finish(identities int, jitterMs float64, policy string) Judged 
 		out.Note = other
 	}
 	return out
+}
+
+// FindModelHint says what to do when no model was given or advertised.
+const FindModelHint = "pass --expect MODEL:params, or find the model with 'ratelimit probe --fingerprint URL' (about 15 s)"
+
+// NoPolicyToRead reports whether j is --expect auto that found no
+// advertised policy to read: nothing was judged, for want of input.
+func (j Judged) NoPolicyToRead() bool {
+	return j.Model == "auto" && !j.Implicit && !j.NotJudged && len(j.Readings) == 0 && j.Description == ""
 }
 
 // policyWords shows a policy's items as "q=10;w=2" (and ", q=1000;w=3600").

@@ -464,7 +464,7 @@ func setTolerance(in FaultInput, w *FaultWindow, baseP99Ms, shiftPerMs float64, 
 	if isBase {
 		byDone = w.byDone
 	}
-	w.Tol = tolerance(in.Model.PerSecond(), in.Identities, max(baseP99Ms, MinJitterMs), w.ModelAllowed, byDone, w.Errors)
+	w.Tol = tolerance(in.Model.PerSecond(), in.Identities, max(baseP99Ms, MinJitterMs), w.ModelAllowed, byDone, w.Errors, w.Requests)
 	w.Tolerance = w.Tol.Total()
 }
 

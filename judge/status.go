@@ -20,16 +20,14 @@ type Rule struct {
 }
 
 // NewRule returns the rule with the declared refusal statuses (429 need
-// not be listed). Statuses outside 100-999 or that are 2xx/3xx are bad
-// input.
+// not be listed). A status that is not 4xx or 5xx is bad input, for load,
+// report --from and probe alike.
 func NewRule(limited []int) (Rule, error) {
 	var r Rule
 	for _, s := range limited {
 		switch {
-		case s < 100 || s > 999:
-			return Rule{}, fmt.Errorf("%d is not an HTTP status (100-999)", s)
-		case Allowed(s):
-			return Rule{}, fmt.Errorf("%d admits the request; a refusal is 4xx or 5xx", s)
+		case s < 400 || s > 599:
+			return Rule{}, fmt.Errorf("%d: a refusal is a 4xx or 5xx status", s)
 		case s == http.StatusTooManyRequests || slices.Contains(r.also, s):
 		default:
 			r.also = append(r.also, s)

@@ -28,15 +28,28 @@ type Tolerance struct {
 // tolerance computes the terms: perSec is the model's long-run
 // admissions per second of one identity, p99Ms the latency that measures
 // decision-time spread, bySend and byDone the model's counts over send
-// and response-end times.
-func tolerance(perSec float64, identities int, p99Ms float64, bySend, byDone, unknown int64) Tolerance {
-	return Tolerance{
-		Jitter:   int64(math.Ceil(perSec * float64(max(identities, 1)) * p99Ms / 1000)),
-		Shift:    abs(byDone - bySend),
-		Rounding: 1,
-		Unknown:  unknown,
+// and response-end times, sent the requests the count is over. No term
+// exceeds the requests sent: a count cannot stray by more than there are
+// requests, however fast the model refills (a rate of 10^9/s made the
+// jitter alone millions).
+func tolerance(perSec float64, identities int, p99Ms float64, bySend, byDone, unknown, sent int64) Tolerance {
+	sent = max(sent, 0)
+	jitter := perSec * float64(max(identities, 1)) * p99Ms / 1000
+	t := Tolerance{Jitter: sent, Shift: min(abs(byDone-bySend), sent), Rounding: min(1, sent), Unknown: min(unknown, sent)}
+	if jitter < float64(sent) { // also false for NaN and +Inf
+		t.Jitter = int64(math.Ceil(jitter))
 	}
+	return t
 }
+
+// AdmitsAllNote says that a model admits every request a run sent, so
+// the run cannot tell it from no limiter: any count the target admits
+// that is not over the requests sent agrees with it within the terms.
+const AdmitsAllNote = "this model admits every request the run sent: it cannot be told from no limiter at this load; send faster or longer than it admits"
+
+// admitsAll reports whether a model that expects expected admissions of
+// sent requests admits them all.
+func admitsAll(expected, sent int64) bool { return sent > 0 && expected >= sent }
 
 // Total is the tolerance: max(Jitter, Shift) + Rounding + Unknown.
 func (t Tolerance) Total() int64 { return max(t.Jitter, t.Shift) + t.Rounding + t.Unknown }

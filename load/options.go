@@ -246,7 +246,7 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	if _, err := judge.NewRule(o.LimitedStatus); err != nil {
-		return o, exitcode.Usagef("--limited-status: %v", err)
+		return o, exitcode.Usagef("--limited-status %v", err)
 	}
 	for _, s := range o.ExpectStatus {
 		if !tally.ValidStatus(s) {

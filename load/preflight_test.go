@@ -40,3 +40,44 @@ func TestPreflightPlainHTTP(t *testing.T) {
 		t.Errorf("checkTLS of a TLS server: %v, want nil", err)
 	}
 }
+
+// TestPreflightHandshakeTimeout (issue 32): --target https:// against a
+// server that accepts and never answers the ClientHello ran 6.4 s of
+// failed handshakes and ended exit 1 ("100% failed"); a handshake that
+// times out in the preflight is exit 3 in one line, before the clock.
+func TestPreflightHandshakeTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	held := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held <- c // accepted, never answered
+		}
+	}()
+	t.Cleanup(func() {
+		for {
+			select {
+			case c := <-held:
+				c.Close()
+			default:
+				return
+			}
+		}
+	})
+	start := time.Now()
+	_, err = Run(context.Background(), Options{Target: "https://" + ln.Addr().String() + "/x",
+		Rate: rate.MustParse("5/s"), Duration: 5 * time.Second, Timeout: 500 * time.Millisecond})
+	if exitcode.Code(err) != exitcode.Unreachable || !strings.Contains(err.Error(), "TLS handshake") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("https:// to a server that never shakes hands: %v (exit %d), want one exit-3 line about the TLS handshake", err, exitcode.Code(err))
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("took %s, want the preflight's timeout, not the run", d)
+	}
+}

@@ -86,7 +86,7 @@ func (o RecordOptions) withDefaults() (RecordOptions, error) {
 		o.ExpectStatus = tally.DefaultExpectStatus
 	}
 	if _, err := judge.NewRule(o.LimitedStatus); err != nil {
-		return o, exitcode.Usagef("--limited-status: %v", err)
+		return o, exitcode.Usagef("--limited-status %v", err)
 	}
 	for _, s := range o.ExpectStatus {
 		if !tally.ValidStatus(s) {

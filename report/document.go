@@ -101,12 +101,15 @@ func Decode(data []byte) (Document, error) {
 		if te := typeError(err); te != nil {
 			return Document{}, te
 		}
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return Document{}, fmt.Errorf("%w: a %s document has no field %s: the body is not a %s document's (another kind's, or edited)", ErrDocument, *h.Kind, Printable(f), *h.Kind)
+		}
 		return Document{}, fmt.Errorf("%w: %s document does not fit version %d: %v", ErrDocument, *h.Kind, *h.Version, Printable(err.Error()))
 	}
 	if err := info.validate(v); err != nil {
 		return Document{}, err
 	}
-	return Document{Kind: *h.Kind, Version: *h.Version, Value: v}, nil
+	return Document{Kind: *h.Kind, Version: *h.Version, Value: maskSecrets(v)}, nil
 }
 
 func joinInts(xs []int) string {

@@ -32,6 +32,14 @@ func validateFingerprint(res probe.Fingerprint) error {
 	); err != nil {
 		return err
 	}
+	// the requests are bounded by the budget, the budget by probe's
+	// ceiling: a forged document cannot make the page hold a million rows
+	if res.Budget > probe.MaxBudget {
+		return fieldf("budget %d is above the ceiling of %d requests: no fingerprint has it", res.Budget, probe.MaxBudget)
+	}
+	if res.Requests > res.Budget || len(res.Observations) > res.Budget {
+		return fieldf("%d requests and %d observations, more than the budget of %d the run could send: the document is inconsistent", res.Requests, len(res.Observations), res.Budget)
+	}
 	for i, p := range res.Phases {
 		if p.Sent < 0 || p.Admitted < 0 || p.Admitted > p.Sent {
 			return fmt.Errorf("phases[%d]: %d admitted of %d sent", i, p.Admitted, p.Sent)

@@ -142,6 +142,10 @@ func docLabel(d Document) string {
 	return label
 }
 
+// Verdict returns a document's verdict, as the HTML page's badge and
+// every format draw it; has is false for a kind without one (scripts).
+func Verdict(d Document) (pass, has bool) { return docVerdict(d) }
+
 // docVerdict returns a document's verdict, when its kind has one.
 func docVerdict(d Document) (pass, has bool) {
 	k, v, err := kinds.of(d.Value)

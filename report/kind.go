@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -72,7 +73,9 @@ func (k kind[T]) entry() kindInfo {
 				return up(data)
 			}
 			var v T
-			err := json.Unmarshal(data, &v)
+			dec := json.NewDecoder(bytes.NewReader(data))
+			dec.DisallowUnknownFields()
+			err := dec.Decode(&v)
 			return v, err
 		},
 		validate: func(v any) error { return k.validate(v.(T)) },

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ratelimit-dev/ratelimit/probe"
 	"github.com/ratelimit-dev/ratelimit/tally"
 	"github.com/ratelimit-dev/ratelimit/words"
 )
@@ -44,7 +45,10 @@ var bulkStrings = map[string]bool{
 // generator reasons; objectCaps the same for the keys of objects: a load
 // run's status and error counts, each second's statuses.
 var (
-	arrayCaps  = map[string]int{"notes": tally.MaxNotes, "generator.reasons": tally.MaxReasons}
+	arrayCaps = map[string]int{"notes": tally.MaxNotes, "generator.reasons": tally.MaxReasons,
+		// a fingerprint's requests: no budget allows more (checkFacts
+		// bounds them by the document's own budget)
+		"observations": probe.MaxBudget}
 	objectCaps = map[string]int{"status": tally.MaxKeys, "errors": tally.MaxKeys, "timeline[].status": tally.MaxKeys}
 )
 
@@ -58,6 +62,10 @@ type facts struct {
 	hasSegment                  bool
 	timeline, perSecond         int
 	arrivals                    int64
+	// a fingerprint's budget and observations
+	budget       float64
+	hasBudget    bool
+	observations int
 }
 
 // watchedNumbers are the numbers the facts keep, by path.
@@ -66,12 +74,17 @@ var watchedNumbers = map[string]func(f *facts, v float64){
 	"timeout_ms":    func(f *facts, v float64) { f.timeoutMs = v },
 	"sent":          func(f *facts, v float64) { f.sent = v },
 	"segment.index": func(f *facts, v float64) { f.segmentIndex, f.hasSegment = v, true },
+	"budget":        func(f *facts, v float64) { f.budget, f.hasBudget = v, true },
 }
 
 // checkFacts bounds a load document's arrays by its own plan, as report's
 // validation and the merge do after decoding (tally.SpanSeconds,
 // tally.MaxPackedArrivals), but before a byte of it is decoded.
 func (f *facts) check() error {
+	if f.kind == probe.FingerprintKind && f.hasBudget && float64(f.observations) > f.budget {
+		return fieldf("observations has %s requests, more than the budget of %s the run could send: the document is inconsistent",
+			words.Commas(int64(f.observations)), words.Commas(int64(f.budget)))
+	}
 	if f.kind != tally.Kind || !f.hasDuration {
 		return nil // another kind, or a version 1 load document (upgraded, then validated)
 	}
@@ -373,6 +386,8 @@ func (s *shapeScanner) array() error {
 				s.facts.timeline = n + 1
 			case "expect.expected_per_second":
 				s.facts.perSecond = n + 1
+			case "observations":
+				s.facts.observations = n + 1
 			}
 			return nil
 		default:

@@ -206,7 +206,7 @@ func TestRenderExtremes(t *testing.T) {
 		name string
 		in   []byte
 	}{
-		{"tiny rate", mutated(t, "load.json", "rate_per_s", 1e-9)},
+		{"tiny rate", mutated(t, "load.json", "arrival_rate_per_s", 1e-9)},
 		{"endless spread", mutated(t, "keyslot.json", "spread.to", int64(math.MaxInt64))},
 		{"huge latencies", mutated(t, "load.json", "latency_ms.max", 1e15)},
 		{"denormal latency", mutated(t, "load.json", "lateness_ms.min", 5e-324)},
@@ -265,7 +265,7 @@ func TestRenderSpreadAtUint64End(t *testing.T) {
 	if !ok {
 		t.Fatal("keyslot.json has no spread")
 	}
-	sp["from"], sp["to"], sp["keys"] = json.Number("18446744073709551610"), json.Number("18446744073709551615"), 6
+	sp["from"], sp["to"], sp["key_count"] = json.Number("18446744073709551610"), json.Number("18446744073709551615"), 6
 	in, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)

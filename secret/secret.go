@@ -203,6 +203,8 @@ var CredentialParams = []string{
 	"key", "apikey", "api_key", "sig", "signature", "token", "access_token", "auth", "authorization",
 	"password", "passwd", "pwd", "pass", "secret", "client_secret", "credential", "credentials",
 	"session", "sessionid", "session_id", "jwt",
+	// OAuth: an authorization code, a signed assertion (RFC 7521, 7523)
+	"code", "assertion", "client_assertion",
 }
 
 // CredentialSuffixes end the names of credential parameters too
@@ -213,13 +215,20 @@ var CredentialSuffixes = []string{"_key", "_token", "_secret", "_signature", "_s
 // carries a credential: a name of CredentialParams, one ending in one of
 // CredentialSuffixes (or, in camel case, in Key, Token, Secret, Signature
 // or Password: apiKey, clientSecret), or one IsSecretParam takes. The name
-// is read percent-decoded, case-insensitively, with '-', '.', '[' and ']'
-// as '_' (x-api-key, auth[api_key]).
+// is read percent-decoded, without the control and invisible formatting
+// characters a server may drop or stop at (api_key%00, a zero-width
+// space), case-insensitively, with '-', '.', '[' and ']' as '_'
+// (x-api-key, auth[api_key]).
 func IsCredentialParam(name string) bool {
 	if n, err := url.QueryUnescape(name); err == nil {
 		name = n
 	}
-	name = strings.TrimSpace(name)
+	name = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, name))
 	if IsSecretParam(name) {
 		return true
 	}

@@ -253,3 +253,28 @@ func TestRedactQuotedURL(t *testing.T) {
 		}
 	}
 }
+
+// TestCredentialNamesDecoded (issue 32): a name is compared after
+// decoding, so an encoded control character beside it (api_key%00, a
+// zero-width space) does not hide it, and the OAuth names that carry a
+// credential (an authorization code, a signed assertion) are masked.
+func TestCredentialNamesDecoded(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"http://h/cb?code=S3cr3t&state=1", "http://h/cb?code=xxxxx&state=1"},
+		{"http://h/t?assertion=S3cr3t&client_assertion=S3cr3t&client_assertion_type=jwt-bearer",
+			"http://h/t?assertion=xxxxx&client_assertion=xxxxx&client_assertion_type=jwt-bearer"},
+		{"http://h/x?api_key%00=S3cr3t", "http://h/x?api_key%00=xxxxx"},
+		{"http://h/x?%00api_key=S3cr3t", "http://h/x?%00api_key=xxxxx"},
+		{"http://h/x?api%00_key=S3cr3t", "http://h/x?api%00_key=xxxxx"},
+		{"http://h/x?api_key%E2%80%8B=S3cr3t", "http://h/x?api_key%E2%80%8B=xxxxx"}, // a zero-width space
+		{"http://h/x?CODE%09=S3cr3t", "http://h/x?CODE%09=xxxxx"},
+		{"http://h/x?zipcode=1&codes=2&country_code=3", "http://h/x?zipcode=1&codes=2&country_code=3"},
+	} {
+		if got := URL(tt.in); got != tt.want {
+			t.Errorf("URL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := Redact("--target " + tt.in); got != "--target "+tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", "--target "+tt.in, got, "--target "+tt.want)
+		}
+	}
+}

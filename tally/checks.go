@@ -137,10 +137,17 @@ func (r *Result) headerChecks() []doc.Check {
 			c.Warning = true
 		default:
 			c.Warning = false
+			if !c.Pass {
+				c.Message += "; " + HeadersHint
+			}
 		}
 	}
 	return out
 }
+
+// HeadersHint ends a failed header check: how to keep the run's verdict
+// on the count alone.
+const HeadersHint = "--headers warn reports the header checks without failing the run, --headers off skips them"
 
 // refusalWord names the run's refusals: "429", or with declared refusal
 // statuses "refusal (429, 503)".

@@ -1,6 +1,7 @@
 package tally
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -135,7 +136,11 @@ func (r Result) MarshalJSON() ([]byte, error) {
 // verdict are read from its checks as Settle makes them.
 func (r *Result) UnmarshalJSON(data []byte) error {
 	var d document
-	if err := json.Unmarshal(data, &d); err != nil {
+	// a field the load document does not have is refused: a body of
+	// another kind under "kind": "load" is not read as an empty run
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
 		return err
 	}
 	*r = Result{

@@ -51,10 +51,12 @@ type Statuses struct {
 	expectOK [1000]bool
 }
 
-// NewStatuses returns the reading of statuses for a run.
+// NewStatuses returns the reading of statuses for a run: the expected
+// statuses and the declared refusals (rule) are not failures; a declared
+// refusal is a refusal everywhere, whether --expect-status lists it or not.
 func NewStatuses(rule judge.Rule, expected []int) *Statuses {
 	s := &Statuses{Rule: rule}
-	for _, c := range expected {
+	for _, c := range append(slices.Clone(expected), rule.Declared()...) {
 		if ValidStatus(c) {
 			s.expectOK[c] = true
 		}

@@ -1,0 +1,151 @@
+package cmd
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/serve"
+)
+
+// TestLimitedStatusSameEverywhere (issue 32): --limited-status is read
+// alike by load and report --from as by probe: a status that is not 4xx
+// or 5xx (999, 100, 1xx, 200, 302) is bad input, exit 2, in one line.
+func TestLimitedStatusSameEverywhere(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "k6.json")
+	if err := os.WriteFile(rec, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"999", "100", "1xx", "200", "302", "503,600"} {
+		for _, args := range [][]string{
+			{"load", "--target", "http://127.0.0.1:1/", "--rate", "1/s", "--duration", "1s", "--limited-status", bad},
+			{"report", "--from", "k6", rec, "--limited-status", bad},
+			{"probe", "http://127.0.0.1:1/", "--limited-status", bad},
+		} {
+			tf := newTestFactory(t)
+			if code := tf.execute(t, args...); code != exitcode.Usage {
+				t.Errorf("ratelimit %s = %d, want %d\n%s", strings.Join(args, " "), code, exitcode.Usage, tf.ErrOut.String())
+				continue
+			}
+			if e := tf.ErrOut.String(); !strings.Contains(e, "a refusal is a 4xx or 5xx status") || strings.Count(strings.TrimSpace(e), "\n") > 0 {
+				t.Errorf("ratelimit %s: stderr %q, want one line saying a refusal is a 4xx or 5xx status", strings.Join(args, " "), e)
+			}
+		}
+	}
+}
+
+// TestDeclaredRefusalNeverFailed (issue 32): load --limited-status 503
+// against serve --break status-503 counts the 503s as refusals and not as
+// failures, without --expect-status 200,503.
+func TestDeclaredRefusalNeverFailed(t *testing.T) {
+	t.Parallel()
+	target := probeTarget(t, serve.BreakStatus503)
+	tf := newTestFactory(t)
+	code := tf.execute(t, "load", "--target", target, "--rate", "20/s", "--duration", "2s", "--limited-status", "503",
+		"--expect", "token-bucket:burst=10,rate=5/s", "--headers", "off", "-o", "json")
+	var d struct {
+		Refused int64            `json:"refused"`
+		Failed  int64            `json:"failed"`
+		Status  map[string]int64 `json:"status"`
+	}
+	if err := json.Unmarshal(tf.Out.Bytes(), &d); err != nil {
+		t.Fatalf("load = %d: %v\n%s%s", code, err, tf.Out.String(), tf.ErrOut.String())
+	}
+	if d.Status["503"] == 0 || d.Refused != d.Status["503"] || d.Failed != 0 {
+		t.Errorf("503s %d, refused %d, failed %d; want every 503 refused and none failed", d.Status["503"], d.Refused, d.Failed)
+	}
+	if code != exitcode.OK {
+		t.Errorf("load = %d, want 0\n%s", code, tf.ErrOut.String())
+	}
+}
+
+// TestExpectAutoWithoutPolicy (issue 32): load --expect auto against a
+// target that advertises no policy was exit 1, the code of a count the
+// limiter got wrong; it is exit 2 (nothing to read), naming probe
+// --fingerprint. Without --expect, the skipped expect check points there
+// too.
+func TestExpectAutoWithoutPolicy(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	t.Cleanup(ts.Close)
+	tf := newTestFactory(t)
+	code := tf.execute(t, "load", "--target", ts.URL+"/x", "--rate", "10/s", "--duration", "1s", "--expect", "auto")
+	if e := tf.ErrOut.String(); code != exitcode.Usage || !strings.Contains(e, "probe --fingerprint") {
+		t.Errorf("load --expect auto without a policy = %d, want %d naming probe --fingerprint\n%s", code, exitcode.Usage, e)
+	}
+	tf = newTestFactory(t)
+	code = tf.execute(t, "load", "--target", ts.URL+"/x", "--rate", "10/s", "--duration", "1s")
+	if out := tf.Out.String(); code != exitcode.OK || !strings.Contains(out, "probe --fingerprint") {
+		t.Errorf("load without --expect nor a policy = %d, want 0 and a pointer to probe --fingerprint\n%s%s", code, out, tf.ErrOut.String())
+	}
+}
+
+// TestReportHTMLHeadlineAndGate (issue 32): report --html FILE printed only
+// "wrote FILE"; it prints the headline verdict too. report exited 0 on a
+// failed document; --exit-code makes it exit 1, as CI needs, and report
+// --help says so and points to docs/load.md, where the k6 and vegeta
+// section moved.
+func TestReportHTMLHeadlineAndGate(t *testing.T) {
+	dir := t.TempDir()
+	pass, fail := filepath.Join("..", "report", "testdata", "failover.json"), filepath.Join("..", "report", "testdata", "failover_fail.json")
+	page := filepath.Join(dir, "report.html")
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "report", pass, fail, "--html", page); code != exitcode.OK {
+		t.Fatalf("report --html = %d\n%s", code, tf.ErrOut.String())
+	}
+	if e := tf.ErrOut.String(); !strings.Contains(e, "verdict FAIL: 1 of 2 failed") || !strings.Contains(e, "failover_fail.json") {
+		t.Errorf("report --html stderr %q, want the headline verdict naming the failed document", e)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"report", pass, fail, "--exit-code"}, exitcode.Failed},
+		{[]string{"report", pass, fail, "--html", page, "--exit-code"}, exitcode.Failed},
+		{[]string{"report", pass, "--exit-code"}, exitcode.OK},
+		{[]string{"report", pass, fail}, exitcode.OK},
+	} {
+		tf := newTestFactory(t)
+		if code := tf.execute(t, tt.args...); code != tt.code {
+			t.Errorf("ratelimit %s = %d, want %d\n%s", strings.Join(tt.args, " "), code, tt.code, tf.ErrOut.String())
+		}
+	}
+	tf = newTestFactory(t)
+	tf.execute(t, "report", "--help")
+	help := tf.Out.String()
+	if !strings.Contains(help, "--exit-code") || !strings.Contains(help, "in CI") || !strings.Contains(help, "docs/load.md") || strings.Contains(help, "(README:") {
+		t.Errorf("report --help does not name --exit-code for CI and docs/load.md:\n%s", help)
+	}
+}
+
+// TestLoadHelpListsEveryModelParameter (issue 32): load --help did not
+// list align=, offset=, count-refused=, round= or delay=, while the README
+// says it lists every model parameter. The list is generated from the
+// limiter registry: every algorithm, parameter and option of it appears.
+func TestLoadHelpListsEveryModelParameter(t *testing.T) {
+	tf := newTestFactory(t)
+	tf.execute(t, "load", "--help")
+	help := tf.Out.String()
+	for _, a := range limiter.Algos() {
+		e := limiter.Lookup(a)
+		if !strings.Contains(help, "  "+string(a)+":") {
+			t.Errorf("load --help does not list the model %s", a)
+		}
+		for _, p := range e.Params {
+			if !strings.Contains(help, p.Key+"=") {
+				t.Errorf("load --help does not list %s's parameter %s=", a, p.Key)
+			}
+		}
+		for _, o := range e.Options {
+			if !strings.Contains(help, "      "+o.Key+"=") {
+				t.Errorf("load --help does not list %s's option %s=", a, o.Key)
+			}
+		}
+	}
+}
