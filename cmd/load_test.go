@@ -243,12 +243,12 @@ func TestLoadCommandExitCodes(t *testing.T) {
 
 func TestLoadOutcomeUnreachableMidRun(t *testing.T) {
 	res := &tally.Result{Target: "http://127.0.0.1:1", Completed: 5, Errors: map[string]int64{"connection refused": 5}}
-	if err := loadOutcome(res); exitcode.Code(err) != exitcode.Unreachable {
+	if err := loadOutcome(res, false); exitcode.Code(err) != exitcode.Unreachable {
 		t.Errorf("all refused: %v", err)
 	}
 	res.Errors["timeout"] = 1
 	res.Verdict = "fail"
-	if err := loadOutcome(res); exitcode.Code(err) != exitcode.Failed {
+	if err := loadOutcome(res, false); exitcode.Code(err) != exitcode.Failed {
 		t.Errorf("refused and timeouts: %v, want exit 1", err)
 	}
 }
@@ -761,7 +761,7 @@ func TestLoadBadThreshold(t *testing.T) {
 }
 
 func TestLoadOutcomePlural(t *testing.T) {
-	err := loadOutcome(&tally.Result{Completed: 1, Errors: map[string]int64{"connection refused": 1}, Target: "http://x/"})
+	err := loadOutcome(&tally.Result{Completed: 1, Errors: map[string]int64{"connection refused": 1}, Target: "http://x/"}, false)
 	if err == nil || strings.Contains(err.Error(), "1 requests") || !strings.Contains(err.Error(), "its only request") {
 		t.Errorf("loadOutcome = %v", err)
 	}

@@ -109,6 +109,8 @@ func LoadText(w io.Writer, res *tally.Result, o Options) error {
 		b.WriteString(st.Verdict(true) + ": " + counts)
 	case "fail":
 		b.WriteString(st.Verdict(false) + ": " + Printable(loadFailure(res)) + "\n  " + counts)
+	case doc.VerdictUndecided:
+		b.WriteString(st.Warn.Render("UNDECIDED") + ": " + Printable(undecidedWhy(res)) + "\n  " + counts)
 	default:
 		b.WriteString(st.Warn.Render("INTERRUPTED: no verdict") + ": " + counts)
 	}
@@ -524,7 +526,7 @@ var loadKind = kind[*tally.Result]{
 	validate: validateLoad,
 	checks:   (*tally.Result).CheckList,
 	verdict: func(r *tally.Result) (pass, has bool) {
-		return r.Verdict == "pass", r.Verdict == "pass" || r.Verdict == "fail"
+		return r.Verdict == "pass", r.Verdict == "pass" || r.Verdict == "fail" || r.Verdict == doc.VerdictUndecided
 	},
 	text:     LoadText,
 	markdown: loadMarkdown,
@@ -592,4 +594,15 @@ func loadSegmentLine(res *tally.Result) string {
 		s += "; missing: " + strings.Join(parts, ", ")
 	}
 	return s
+}
+
+// undecidedWhy is why an undecided run decided nothing, from its decided
+// check.
+func undecidedWhy(res *tally.Result) string {
+	for _, c := range res.CheckList() {
+		if c.ID == doc.CheckDecided {
+			return strings.TrimPrefix(c.Message, "undecided: ")
+		}
+	}
+	return "the run decided nothing"
 }

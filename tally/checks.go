@@ -81,6 +81,12 @@ func (r *Result) CheckList() []doc.Check {
 		seen.Message = "no response to look at"
 	}
 	out = append(out, seen)
+	// decided while settling (no verdict yet), or read back from a run
+	// that was undecided: a document written before this check existed
+	// keeps the verdict it has
+	if why := r.undecided(); why != "" && !r.Interrupted && doc.Pass(out) && (r.Verdict == "" || r.Verdict == doc.VerdictUndecided) {
+		out = append(out, doc.Undecided(why))
+	}
 	done := doc.Check{ID: CheckCompleted, Pass: !r.Interrupted, Message: "the run was not interrupted"}
 	if r.Interrupted {
 		done.Message = fmt.Sprintf("interrupted after %ss: no verdict", fmtSeconds(r.ElapsedS))
@@ -320,4 +326,21 @@ func noLimiterMessage(res *Result) string {
 		return NoLimiterNoteUnrecorded
 	}
 	return NoLimiterNote
+}
+
+// undecided says why a run decided nothing ("" when it did): most
+// requests got no answer, or nothing was refused (and no delay the model
+// predicts was held), so the run cannot tell the limiter from none.
+func (r *Result) undecided() string {
+	unanswered := int64(0)
+	for _, n := range r.Errors {
+		unanswered += n
+	}
+	switch {
+	case r.Sent > 0 && 2*unanswered > r.Sent:
+		return fmt.Sprintf("%d of %d requests got no answer: too few answers to judge the limiter on", unanswered, r.Sent)
+	case r.Responses > 0 && r.RateLimited == 0 && !delaysSeen(r):
+		return fmt.Sprintf("nothing was refused (%d responses): this run cannot tell the limiter from no limiter; raise --rate or --duration past the quota, or --allow-undecided to accept a run without refusals", r.Responses)
+	}
+	return ""
 }

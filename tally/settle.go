@@ -174,9 +174,10 @@ func (g *GenStat) mergeSegment(index int, s GenStat) {
 // given to judge it, a failure.
 func (r *Result) settle() {
 	r.Checks = nil
+	r.Verdict = ""
 	r.Notes = slices.DeleteFunc(r.Notes, func(n string) bool { return n == NoLimiterNote || n == NoLimiterNoteUnrecorded })
 	checks := r.CheckList()
-	r.Verdict = doc.Verdict(checks)
+	r.Verdict = doc.VerdictOf(checks)
 	r.VerdictMessages = verdictMessages(checks)
 	for _, c := range checks {
 		if c.ID == CheckLimiterSeen && !c.Pass && c.Warning {

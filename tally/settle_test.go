@@ -256,14 +256,18 @@ func TestSettleExpect(t *testing.T) {
 }
 
 // TestSettleNoLimiter: without a model, a target that shows no limiter is
-// a note once, however often the run is settled, and the run passes;
-// a run that refused has no such note.
+// a note once, however often the run is settled, and the run is
+// undecided (nothing was refused: no evidence either way), saying why in
+// its decided check; a run that refused has no such note and decides.
 func TestSettleNoLimiter(t *testing.T) {
 	res := counted(t, []int{200, 200, 200}, nil)
 	res.Settle(Judging{})
 	res.Settle(Judging{})
-	if res.Verdict != "pass" || !slices.Equal(res.Notes, []string{NoLimiterNote}) {
-		t.Errorf("verdict %s notes %q, want pass with the note once", res.Verdict, res.Notes)
+	if res.Verdict != doc.VerdictUndecided || !slices.Equal(res.Notes, []string{NoLimiterNote}) {
+		t.Errorf("verdict %s notes %q, want undecided with the note once", res.Verdict, res.Notes)
+	}
+	if c := check(t, res, doc.CheckDecided); c.Pass || !strings.Contains(c.Message, "nothing was refused") {
+		t.Errorf("decided %+v, want a failure saying nothing was refused", c)
 	}
 	if c := check(t, res, CheckLimiterSeen); c.Pass || !c.Warning {
 		t.Errorf("limiter-seen %+v, want a failed warning", c)
@@ -272,6 +276,9 @@ func TestSettleNoLimiter(t *testing.T) {
 	res.Settle(Judging{})
 	if len(res.Notes) != 0 {
 		t.Errorf("notes %q on a run with refusals", res.Notes)
+	}
+	if res.Verdict == doc.VerdictUndecided {
+		t.Errorf("a run with refusals is undecided")
 	}
 }
 
