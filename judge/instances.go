@@ -27,10 +27,10 @@ type Answer struct {
 // unknown). It returns the estimate (1: nothing says otherwise) and the
 // evidence in words.
 func Instances(rs []Answer, perToken time.Duration) (int, string) {
-	if n, ev := burstInstances(rs); n >= 2 {
+	if n, ev := riseInstances(rs, perToken); n >= 2 {
 		return n, ev
 	}
-	return riseInstances(rs, perToken)
+	return burstInstances(rs)
 }
 
 // burstInstances reads the requests in flight together: for each burst
@@ -50,7 +50,7 @@ func burstInstances(rs []Answer) (int, string) {
 		}
 		burst := rs[lo:hi]
 		lo = hi
-		if len(burst) < 4 {
+		if len(burst) < 6 {
 			continue
 		}
 		times := map[int64]int{}
@@ -65,7 +65,13 @@ func burstInstances(rs []Answer) (int, string) {
 			ms = append(ms, n)
 		}
 		slices.Sort(ms)
-		if n := ms[len(ms)/2]; n >= 2 && n > best {
+		repeated := 0
+		for _, n := range ms {
+			if n >= 2 {
+				repeated++
+			}
+		}
+		if n := ms[len(ms)/2]; n >= 2 && repeated >= 2 && n > best {
 			best = n
 			bestEv = fmt.Sprintf("in one burst of %d admitted at once, each remaining value came back about %d times (%s)", len(burst), n, valuesText(times))
 		}
@@ -73,42 +79,44 @@ func burstInstances(rs []Answer) (int, string) {
 	return best, bestEv
 }
 
-// riseInstances reads admissions one after another: r rising between two
-// consecutive admissions by more than the refill between them could give
-// is impossible for one counter. The rises' share says how many counters
-// take turns.
+// riseInstances reads admissions one after another: one counter's r
+// falls by one per admission unless a unit of quota came back between
+// the two, so over a span T the admissions that did not lower r are at
+// most the refill of T (T / perToken) and a little for the fractions.
+// n counters taking turns keep r level n times as often. The share of
+// admissions that did not lower r, against that bound, estimates n.
 func riseInstances(rs []Answer, perToken time.Duration) (int, string) {
+	if perToken <= 0 || len(rs) < 8 {
+		return 1, ""
+	}
 	rs = slices.Clone(rs)
 	slices.SortFunc(rs, func(a, b Answer) int { return a.Sent.Compare(b.Sent) })
-	rises, pairs := 0, 0
+	level, pairs := 0, 0
 	var example string
 	for i := 1; i < len(rs); i++ {
 		a, b := rs[i-1], rs[i]
 		if b.Sent.Before(a.Done) {
 			continue // in flight together: decided in either order
 		}
-		refill := int64(0)
-		if perToken > 0 {
-			refill = int64(math.Ceil(float64(b.Done.Sub(a.Sent)) / float64(perToken)))
-		} else {
-			refill = math.MaxInt32 // unknown refill: nothing is impossible
-		}
 		pairs++
-		if b.Remaining > a.Remaining-1+refill {
-			rises++
-			if example == "" {
+		if b.Remaining >= a.Remaining {
+			level++
+			if example == "" && b.Remaining > a.Remaining {
 				example = fmt.Sprintf("r went from %d to %d across one admitted request %s later", a.Remaining, b.Remaining, b.Sent.Sub(a.Sent).Round(time.Millisecond))
 			}
 		}
 	}
-	// n counters taking turns make about (n-1)/n of the pairs rise
-	// when they drift apart; a few rises are a counter's jitter
-	if pairs < 6 || rises < 3 || float64(rises) < 0.2*float64(pairs) {
+	span := rs[len(rs)-1].Done.Sub(rs[0].Sent)
+	bound := int(math.Ceil(1.1*float64(span)/float64(perToken))) + 3
+	if level <= 2*bound || pairs < 8 {
 		return 1, ""
 	}
-	n := int(math.Round(1 / (1 - float64(rises)/float64(pairs))))
-	n = max(n, 2)
-	return n, fmt.Sprintf("%d of %d consecutive admissions reported more remaining quota than the one before, beyond any refill between them (%s)", rises, pairs, example)
+	n := max(int(math.Round(float64(level)/float64(bound))), 2)
+	ev := fmt.Sprintf("%d of %d consecutive admissions did not lower the remaining quota, where one counter's refill over %s allows at most %d", level, pairs, span.Round(time.Millisecond), bound)
+	if example != "" {
+		ev += "; " + example
+	}
+	return n, ev
 }
 
 // valuesText lists r values and how often each came: "4 x3, 3 x3, 2 x3".
@@ -133,5 +141,8 @@ func valuesText(times map[int64]int) string {
 // InstancesFinding is the finding in words: "the quota looks kept per
 // instance: about 3 independent counters behind this address (...)".
 func InstancesFinding(n int, evidence string) string {
-	return fmt.Sprintf("the quota looks kept per instance: about %d independent counters behind this address (%s)", n, evidence)
+	return fmt.Sprintf("%s: about %d independent counters behind this address (%s)", InstancesPrefix, n, evidence)
 }
+
+// InstancesPrefix opens every per-instance finding.
+const InstancesPrefix = "the quota looks kept per instance"

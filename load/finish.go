@@ -3,6 +3,7 @@ package load
 import (
 	"cmp"
 	"fmt"
+	"github.com/ratelimit-dev/ratelimit/header"
 	"slices"
 	"time"
 
@@ -60,6 +61,9 @@ func (e *engine) finish(res *tally.Result, vus []*vu) {
 		res.AchievedRate = float64(res.Sent) / res.DurationS
 	}
 	res.Notes = append(res.Notes, connectionNotes(retried, res.Errors["eof"])...)
+	if f := e.instances(res.Headers.PolicyValue); f != "" {
+		res.Notes = append(res.Notes, f)
+	}
 
 	j := tally.Judging{Thresholds: e.checks, DropLate: MaxLateness}
 	if res.Aborted {
@@ -126,4 +130,41 @@ func connectionNotes(retried, eof int64) []string {
 			words.Commas(eof), words.Plural(eof, "request", "requests")))
 	}
 	return notes
+}
+
+// instances is the per-instance finding ("" when nothing says so): the
+// admissions of the identity that reported most, read by
+// judge.Instances with one unit of quota's refill time from the
+// advertised policy.
+func (e *engine) instances(policy string) string {
+	byID := map[int][]judge.Answer{}
+	best := -1
+	for _, sh := range e.shards {
+		for _, a := range sh.answers {
+			byID[a.id] = append(byID[a.id], a.Answer)
+			if best < 0 || len(byID[a.id]) > len(byID[best]) {
+				best = a.id
+			}
+		}
+		sh.answers = nil
+	}
+	if best < 0 {
+		return ""
+	}
+	var perToken time.Duration
+	if policy != "" {
+		if ps, err := header.ParsePolicies([]string{policy}); err == nil {
+			for _, p := range ps {
+				if p.Quota > 0 && p.Window > 0 {
+					if pt := time.Duration(p.Window) * time.Second / time.Duration(p.Quota); perToken == 0 || pt < perToken {
+						perToken = pt
+					}
+				}
+			}
+		}
+	}
+	if n, ev := judge.Instances(byID[best], perToken); n >= 2 {
+		return judge.InstancesFinding(n, ev)
+	}
+	return ""
 }

@@ -55,6 +55,13 @@ func (r *Result) CheckList() []doc.Check {
 		if !c.Pass && r.Headers.AllowedBare > 0 && r.Headers.AllowedWith > 0 {
 			c.Message += "; " + failOpenLine(r.Headers)
 		}
+		if !c.Pass {
+			for _, n := range r.Notes {
+				if strings.HasPrefix(n, judge.InstancesPrefix) {
+					c.Message += "; " + n
+				}
+			}
+		}
 		if r.Faults != nil {
 			// the faults disturb the whole run's count on purpose; the
 			// fault checks judge it window by window
