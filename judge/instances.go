@@ -30,13 +30,16 @@ func Instances(rs []Answer, perToken time.Duration) (int, string) {
 	if n, ev := riseInstances(rs, perToken); n >= 2 {
 		return n, ev
 	}
-	return burstInstances(rs)
+	return burstInstances(rs, perToken)
 }
 
 // burstInstances reads the requests in flight together: for each burst
-// (overlapping send-to-answer spans), how often each r value came back;
-// the median multiplicity over the values is the counters' number.
-func burstInstances(rs []Answer) (int, string) {
+// (overlapping send-to-answer spans), how often each r value above 0
+// came back (0 is what a counter saturated by its refill says every
+// time); the median multiplicity over those values is the counters'
+// number, when it is more than the refill while the burst was in flight
+// could repeat a value.
+func burstInstances(rs []Answer, perToken time.Duration) (int, string) {
 	rs = slices.Clone(rs)
 	slices.SortFunc(rs, func(a, b Answer) int { return a.Sent.Compare(b.Sent) })
 	best, bestEv := 1, ""
@@ -53,25 +56,31 @@ func burstInstances(rs []Answer) (int, string) {
 		if len(burst) < 6 {
 			continue
 		}
+		// one counter repeats a value only when a unit came back while
+		// the burst was in flight
+		repeat := 1
+		if perToken > 0 {
+			repeat += int(end.Sub(burst[0].Sent) / perToken)
+		}
 		times := map[int64]int{}
 		for _, r := range burst {
-			times[r.Remaining]++
+			if r.Remaining > 0 {
+				times[r.Remaining]++
+			}
 		}
 		if len(times) < 2 {
-			continue // saturated at one value: a counter refilled by one says the same
+			continue
 		}
 		var ms []int
+		repeated := 0
 		for _, n := range times {
 			ms = append(ms, n)
-		}
-		slices.Sort(ms)
-		repeated := 0
-		for _, n := range ms {
-			if n >= 2 {
+			if n > repeat {
 				repeated++
 			}
 		}
-		if n := ms[len(ms)/2]; n >= 2 && repeated >= 2 && n > best {
+		slices.Sort(ms)
+		if n := ms[len(ms)/2]; n > repeat && repeated >= 2 && n > best {
 			best = n
 			bestEv = fmt.Sprintf("in one burst of %d admitted at once, each remaining value came back about %d times (%s)", len(burst), n, valuesText(times))
 		}

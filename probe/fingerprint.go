@@ -1065,6 +1065,7 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 	budget := 0
 	exact := true
 	late := false
+	hopeless := false
 	var search func(k int, history []int64, atSend bool) bool
 	search = func(k int, history []int64, atSend bool) bool {
 		if k == len(cls) {
@@ -1075,15 +1076,23 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 		if late {
 			slices.Reverse(ms)
 		}
+		nearest := math.MaxInt
 		for j, t := range ms {
-			if budget == 0 {
+			if budget == 0 || hopeless {
 				return false
 			}
 			budget--
 			at, got := place(history, cls[k], t)
+			nearest = min(nearest, abs(got-wants[k]))
 			if got == wants[k] && search(k+1, append(history[:len(history):len(history)], at...), atSend && j == 0 && !late) {
 				return true
 			}
+		}
+		// missed at every moment by more than moving the earlier
+		// clusters within their spans could make up: no backtracking
+		// (a model far off is ruled out at once, not by the budget)
+		if nearest > max(3, len(cls[k])/20) {
+			hopeless = true
 		}
 		return false
 	}
@@ -1091,7 +1100,7 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 	// must move an early cluster far back to explain a late one finds it
 	// from the other end within its budget
 	for _, late = range []bool{false, true} {
-		budget = searchBudget
+		budget, hopeless = searchBudget, false
 		if search(0, nil, true) {
 			c.Exact = exact
 			return
@@ -1209,14 +1218,18 @@ func sign(l *limiter.Limiter, history []int64, cl []shot, at []int64) int {
 }
 
 // clusters splits shots (in send order) into runs whose send-to-answer
-// spans overlap: a burst, all in flight at once, is one cluster; a
-// request sent after every earlier one was answered starts a new one
-// (it was decided after them).
+// spans overlap and that were sent back to back (within clusterGap of
+// each other): a burst, all in flight at once, is one cluster; a request
+// sent after every earlier one was answered, or sent later while a
+// straggler was still in flight, starts a new one.
 func clusters(shots []shot) [][]shot {
 	var out [][]shot
-	var end time.Time
+	var end, prev time.Time
 	for _, s := range shots {
-		if len(out) > 0 && s.Sent.Before(end) {
+		// a burst's requests go out back to back; a request sent later
+		// (a poll) starts a cluster of its own even while a straggler of
+		// the burst is still in flight: it was decided after most of it
+		if len(out) > 0 && s.Sent.Before(end) && s.Sent.Sub(prev) <= clusterGap {
 			out[len(out)-1] = append(out[len(out)-1], s)
 		} else {
 			out = append(out, []shot{s})
@@ -1225,6 +1238,7 @@ func clusters(shots []shot) [][]shot {
 		if s.Done.After(end) {
 			end = s.Done
 		}
+		prev = s.Sent
 	}
 	return out
 }
@@ -1271,3 +1285,10 @@ func equivalence(fits []Candidate) string {
 }
 
 func rateParse(s string) (rate.Rate, error) { return rate.Parse(s) }
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
