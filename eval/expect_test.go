@@ -134,16 +134,17 @@ func TestReplyThreeElements(t *testing.T) {
 }
 
 // TestExpectSlidingLog: a sliding-window log of the application's kind,
-// judged by sliding-window, with calls every 40 ms against a 100 ms
-// window, so entries leave the window during the run.
+// judged by sliding-window, with calls every 100 ms against 2 per 500 ms,
+// so calls are refused and entries leave the window during the run (a
+// slow server only spaces the calls further).
 func TestExpectSlidingLog(t *testing.T) {
 	for _, tg := range redistest.All(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			key := redistest.Key(t, "sw")
 			redistest.Cleanup(t, tg.Client, key)
 			res, err := Run(context.Background(), tg.Client, Options{
-				ScriptFile: raceScript("sliding_log.lua"), ScriptWords: []string{key, ",", "100", "2", "{uuid}"}, Count: 12,
-				Interval: 40e6, Expect: mustExpect(t, "sliding-window:limit=2,window=100ms"),
+				ScriptFile: raceScript("sliding_log.lua"), ScriptWords: []string{key, ",", "500", "2", "{uuid}"}, Count: 12,
+				Interval: 100e6, Expect: mustExpect(t, "sliding-window:limit=2,window=500ms"),
 			})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
@@ -153,8 +154,8 @@ func TestExpectSlidingLog(t *testing.T) {
 			}
 			// the same calls judged by a window one too large fail
 			wrong, err := Run(context.Background(), tg.Client, Options{
-				ScriptFile: raceScript("sliding_log.lua"), ScriptWords: []string{redistest.Key(t, "sw2"), ",", "100", "2", "{uuid}"}, Count: 4,
-				Expect: mustExpect(t, "sliding-window:limit=3,window=100ms"),
+				ScriptFile: raceScript("sliding_log.lua"), ScriptWords: []string{redistest.Key(t, "sw2"), ",", "500", "2", "{uuid}"}, Count: 4,
+				Expect: mustExpect(t, "sliding-window:limit=3,window=500ms"),
 			})
 			redistest.Cleanup(t, tg.Client, redistest.Key(t, "sw2"))
 			if err != nil {
