@@ -96,8 +96,8 @@ func TestExpectBadInput(t *testing.T) {
 // answers strings of seconds, with a retry in ms on every refused call.
 func TestEvalExpectCommand(t *testing.T) {
 	tf := newTestFactory(t)
-	code := tf.execute(t, "eval", "--redis", "embedded", "--script", testScript("bucket_offbyone.lua"), "rl:{t}:b", ",", "10", "5", "1", "-n", "13",
-		"--expect", "token-bucket:burst=10,rate=5/s")
+	code := tf.execute(t, "eval", "--redis", "embedded", "--script", testScript("bucket_offbyone.lua"), "rl:{t}:b", ",", "10", "0.1", "1", "-n", "13",
+		"--expect", "token-bucket:burst=10,rate=6/m")
 	if code != exitcode.Failed || !strings.Contains(tf.ErrOut.String(), "call 11 allowed; the model refuses it: 10 admitted in") ||
 		!strings.Contains(tf.Out.String(), "call 11 answered remaining -1") {
 		t.Errorf("off-by-one: exit %d, stderr %q, out:\n%s", code, tf.ErrOut.String(), tf.Out.String())

@@ -142,14 +142,13 @@ a <failure>).`,
   # written by 'ratelimit scripts --export .'
   ratelimit race --script sliding_window.lua --args "60000 {limit} {uuid}"
 
-  # your own token bucket (ARGV: capacity, tokens per second, cost), judged
-  # by the model it implements over each trial as it really ran
-  ratelimit race --strategies none --script bucket.lua --args "{limit} 5 1" \
-    --expect token-bucket:burst=10,rate=5/s
+  # the embedded token bucket as if it were yours (ARGV: capacity, tokens per
+  # second): it refills during a slow trial, so judge it by its model
+  ratelimit race --strategies none --script token_bucket.lua --args "{limit} 5" --expect token-bucket:burst=10,rate=5/s
 
-  # a GCRA in go-redis/redis_rate's shape: retry and reset as strings of seconds
-  ratelimit race --strategies none --script gcra.lua --args "{limit} 5 1 1" \
-    --reply allowed,remaining,retry:s,reset:s --expect gcra:rate=5/s,burst=10
+  # --reply names each reply element (go-redis/redis_rate's GCRA answers
+  # strings of seconds: --reply allowed,remaining,retry:s,reset:s)
+  ratelimit race --strategies none --script gcra.lua --args "5 {limit}" --reply allowed,remaining,retry,reset --expect gcra:rate=5/s,burst=10
 
   # only the fixed-window script (ARGV: window ms, limit), against naive
   ratelimit race --strategies naive --script fixed_window.lua --args "60000 {limit}"`,

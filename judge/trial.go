@@ -214,12 +214,28 @@ func (s Sequence) Message() string {
 }
 
 // Sequential judges calls made one after another against one key, in
-// order. Each call is given to the model at the earliest moment of its
-// span (from its send, or the previous call's moment if later, to its
-// answer) at which the model decides as the script did; when there is
-// none, that call is the first disagreement and the judging stops.
-// startMs is the wall clock of the time base, ms.
+// order. Each call is given to the model at a moment of its span (from
+// its send, or the previous call's moment if later, to its answer) at
+// which the model decides as the script did: first the earliest such
+// moment, call after call; where that finds none, again with the latest
+// (a call decided late makes room for one decided early after it). When
+// neither finds a moment for a call, the first disagreement of the
+// earliest choice is the failure and the judging stops. startMs is the
+// wall clock of the time base, ms.
 func Sequential(x Expectation, startMs int64, calls []Call) Sequence {
+	s := sequential(x, startMs, calls, false)
+	if s.Pass {
+		return s
+	}
+	if late := sequential(x, startMs, calls, true); late.Pass {
+		return late
+	}
+	return s
+}
+
+// sequential is Sequential with one choice of moments: the earliest that
+// agrees, or with late the latest.
+func sequential(x Expectation, startMs int64, calls []Call, late bool) Sequence {
 	s := Sequence{Model: x.Spec, Description: x.Describe(), Calls: int64(len(calls)), Pass: true}
 	for _, c := range calls {
 		if c.Allowed {
@@ -234,8 +250,13 @@ func Sequential(x Expectation, startMs int64, calls []Call) Sequence {
 	last := calls[0].SendNs
 	for i, c := range calls {
 		lo := max(c.SendNs, last)
+		hi := max(c.DoneNs+AnswerSlack, lo)
 		var allowed bool
-		last, allowed = tw.earliest(lo, max(c.DoneNs+AnswerSlack, lo), c.Allowed)
+		if late {
+			last, allowed = tw.latest(lo, hi, c.Allowed)
+		} else {
+			last, allowed = tw.earliest(lo, hi, c.Allowed)
+		}
 		if allowed != c.Allowed {
 			s.Pass = false
 			s.First = &Disagreement{N: i + 1, Allowed: c.Allowed, Before: admittedSoFar,
@@ -247,6 +268,21 @@ func Sequential(x Expectation, startMs int64, calls []Call) Sequence {
 		}
 	}
 	return s
+}
+
+// latest gives the model one call at hi if it decides there as want says,
+// else at lo; it returns the moment chosen and the decision there.
+func (t *twin) latest(lo, hi int64, want bool) (int64, bool) {
+	d, _ := t.a.decision(0, hi)
+	if d.Allowed == want || hi/1e6 == lo/1e6 {
+		t.b.decision(0, hi)
+		t.moments = append(t.moments, hi)
+		return hi, d.Allowed
+	}
+	d2, _ := t.b.decision(0, lo)
+	t.moments = append(t.moments, lo)
+	t.a = t.rebuild()
+	return lo, d2.Allowed
 }
 
 // ParseModel reads --expect for a script's calls (race, eval): a model as

@@ -133,7 +133,22 @@ func TestSequential(t *testing.T) {
 	if s := Sequential(bucket, startMs, calls); s.Pass {
 		t.Errorf("a call answered before any refill but allowed passed")
 	}
+	// a window of 100 ms, 2 allowed: call 1 was slow (0-30 ms) and the
+	// script decided it late, so call 3 at 110-111 ms still saw it and was
+	// refused; the earliest moments would place call 1 at 0 and call 3
+	// outside its window
+	slow := []Call{{0, 30e6, true, false}, {40e6, 41e6, true, false}, {110e6, 111e6, false, false}, {200e6, 201e6, true, false}}
+	if s := Sequential(window2(t), startMs, slow); !s.Pass {
+		t.Errorf("a slow first call decided late: %s", s.Message())
+	}
+	slow[0].DoneNs = 20e6
+	slow[2] = Call{SendNs: 125e6, DoneNs: 126e6}
+	if s := Sequential(window2(t), startMs, slow); s.Pass {
+		t.Errorf("call 3 refused 125 ms after call 1's answer at 20 ms passed a window of 100 ms")
+	}
 }
+
+func window2(t *testing.T) Expectation { return specModel(t, "sliding-window:limit=2,window=100ms") }
 
 func TestParseModelRefusesPolicies(t *testing.T) {
 	for _, s := range []string{"auto", "none", "", "token-bucket:burst=10"} {

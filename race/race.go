@@ -47,7 +47,8 @@
 // limit, {uuid} by a fresh random UUID for every call and {now_ms} by the
 // client's Unix time in milliseconds at the call. The first element of the
 // reply (or the reply itself, if it is not an array) is the decision: 1 or
-// true is allowed, 0, false or nil is refused.
+// true is allowed, 0, false or nil is refused; UserScript.Reply (--reply)
+// reads other shapes (judge.Reply).
 //
 // # Verdict
 //
@@ -55,8 +56,14 @@
 // when they admit more than Limit in a trial; those that must be exact
 // (incr, script, a user script; see ExactExpected) also fail when they admit
 // fewer than min(Limit, Concurrency) on their fresh key, so a script that
-// refuses everything is not a pass. A NOPERM reply of the server's ACL is an
-// exit-3 error naming the rule to add.
+// refuses everything is not a pass. A user script given a model
+// (UserScript.Expect, --expect) is judged by it instead: each call's send
+// and answer are kept, measured from the barrier's opening, and judge.Trial
+// bounds the trial's admissions between the model's with every call decided
+// at its send and the most it admits with every call decided within its
+// span, so a script that refills during a slow trial passes and one that
+// admits a token too many or too few fails. A NOPERM reply of the server's
+// ACL is an exit-3 error naming the rule to add.
 package race
 
 import (
