@@ -149,3 +149,26 @@ func TestLoadHelpListsEveryModelParameter(t *testing.T) {
 		}
 	}
 }
+
+// TestNoticesOnce (issue 32): the embedded server's caveat ("results show
+// the scripts' logic, not a real server's behaviour") was printed on
+// stderr and again in the report's server line; it is said once. A failed
+// verdict's one stderr line no longer ends ": check failed" after the
+// verdict's own words (the exit code says it).
+func TestNoticesOnce(t *testing.T) {
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "eval", "k", "--capacity", "5", "--rate", "1/s"); code != exitcode.OK {
+		t.Fatalf("eval on the embedded server = %d\n%s", code, tf.ErrOut.String())
+	}
+	all := tf.Out.String() + tf.ErrOut.String()
+	if n := strings.Count(all, "not a real server's behaviour"); n != 1 || !strings.Contains(tf.ErrOut.String(), "embedded") {
+		t.Errorf("the embedded caveat appears %d times, want once (and a notice on stderr):\n%s", n, all)
+	}
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "keyslot", "--same-slot", "rl:user:42:minute", "rl:user:42:day"); code != exitcode.Failed {
+		t.Fatalf("keyslot of two slots = %d", code)
+	}
+	if e := strings.TrimSpace(tf.ErrOut.String()); strings.Count(e, "\n") != 0 || strings.HasSuffix(e, "check failed") || !strings.Contains(e, "CROSSSLOT") {
+		t.Errorf("stderr %q, want one line naming the failure without \": check failed\"", e)
+	}
+}
