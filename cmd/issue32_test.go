@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -170,5 +171,50 @@ func TestNoticesOnce(t *testing.T) {
 	}
 	if e := strings.TrimSpace(tf.ErrOut.String()); strings.Count(e, "\n") != 0 || strings.HasSuffix(e, "check failed") || !strings.Contains(e, "CROSSSLOT") {
 		t.Errorf("stderr %q, want one line naming the failure without \": check failed\"", e)
+	}
+}
+
+// TestReadmeJourneysSayWhatTheyWrite (issue 32): the recording journey
+// needs vegeta and gave no install line; the journeys leave files in the
+// clone without saying so. Every file or directory a recipe writes (a
+// redirection, --export, --html) is named in the Journeys section, and the
+// recipe that runs vegeta says how to install it.
+func TestReadmeJourneysSayWhatTheyWrite(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start, end := strings.Index(text, "## Journeys"), strings.Index(text, "## Contents")
+	if start < 0 || end < start {
+		t.Fatal("README has no Journeys section before Contents")
+	}
+	journeys := text[start:end]
+	var prose strings.Builder
+	for _, block := range strings.Split(journeys, "```") {
+		if !strings.HasPrefix(block, "sh\n") {
+			prose.WriteString(block)
+		}
+	}
+	written := regexp.MustCompile(`(?:>|--export|--html)\s+([A-Za-z0-9_./-]+)`)
+	n := 0
+	for _, r := range readmeRecipes(t, filepath.Join("..", "README.md")) {
+		for _, line := range r.lines {
+			for _, m := range written.FindAllStringSubmatch(line, -1) {
+				if m[1] == "&1" || strings.HasPrefix(m[1], "/dev/") {
+					continue
+				}
+				n++
+				if !strings.Contains(prose.String(), "`"+m[1]+"`") && !strings.Contains(prose.String(), "`"+m[1]+"/`") {
+					t.Errorf("recipe %s writes %s, which the Journeys text does not name", r.name, m[1])
+				}
+			}
+			if strings.Contains(line, "vegeta attack") && !regexp.MustCompile(`go install github\.com/tsenart/vegeta/v12@v\d+\.\d+\.\d+`).MatchString(prose.String()) {
+				t.Errorf("recipe %s runs vegeta without an install line", r.name)
+			}
+		}
+	}
+	if n < 4 {
+		t.Errorf("found %d written files in the recipes, want at least 4 (lua, keyslot.xml, results.bin, report.html)", n)
 	}
 }
