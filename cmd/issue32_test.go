@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -147,5 +148,73 @@ func TestLoadHelpListsEveryModelParameter(t *testing.T) {
 				t.Errorf("load --help does not list %s's option %s=", a, o.Key)
 			}
 		}
+	}
+}
+
+// TestNoticesOnce (issue 32): the embedded server's caveat ("results show
+// the scripts' logic, not a real server's behaviour") was printed on
+// stderr and again in the report's server line; it is said once. A failed
+// verdict's one stderr line no longer ends ": check failed" after the
+// verdict's own words (the exit code says it).
+func TestNoticesOnce(t *testing.T) {
+	tf := newTestFactory(t)
+	if code := tf.execute(t, "eval", "k", "--capacity", "5", "--rate", "1/s"); code != exitcode.OK {
+		t.Fatalf("eval on the embedded server = %d\n%s", code, tf.ErrOut.String())
+	}
+	all := tf.Out.String() + tf.ErrOut.String()
+	if n := strings.Count(all, "not a real server's behaviour"); n != 1 || !strings.Contains(tf.ErrOut.String(), "embedded") {
+		t.Errorf("the embedded caveat appears %d times, want once (and a notice on stderr):\n%s", n, all)
+	}
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "keyslot", "--same-slot", "rl:user:42:minute", "rl:user:42:day"); code != exitcode.Failed {
+		t.Fatalf("keyslot of two slots = %d", code)
+	}
+	if e := strings.TrimSpace(tf.ErrOut.String()); strings.Count(e, "\n") != 0 || strings.HasSuffix(e, "check failed") || !strings.Contains(e, "CROSSSLOT") {
+		t.Errorf("stderr %q, want one line naming the failure without \": check failed\"", e)
+	}
+}
+
+// TestReadmeJourneysSayWhatTheyWrite (issue 32): the recording journey
+// needs vegeta and gave no install line; the journeys leave files in the
+// clone without saying so. Every file or directory a recipe writes (a
+// redirection, --export, --html) is named in the Journeys section, and the
+// recipe that runs vegeta says how to install it.
+func TestReadmeJourneysSayWhatTheyWrite(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start, end := strings.Index(text, "## Journeys"), strings.Index(text, "## Contents")
+	if start < 0 || end < start {
+		t.Fatal("README has no Journeys section before Contents")
+	}
+	journeys := text[start:end]
+	var prose strings.Builder
+	for _, block := range strings.Split(journeys, "```") {
+		if !strings.HasPrefix(block, "sh\n") {
+			prose.WriteString(block)
+		}
+	}
+	written := regexp.MustCompile(`(?:>|--export|--html)\s+([A-Za-z0-9_./-]+)`)
+	n := 0
+	for _, r := range readmeRecipes(t, filepath.Join("..", "README.md")) {
+		for _, line := range r.lines {
+			for _, m := range written.FindAllStringSubmatch(line, -1) {
+				if m[1] == "&1" || strings.HasPrefix(m[1], "/dev/") {
+					continue
+				}
+				n++
+				if !strings.Contains(prose.String(), "`"+m[1]+"`") && !strings.Contains(prose.String(), "`"+m[1]+"/`") {
+					t.Errorf("recipe %s writes %s, which the Journeys text does not name", r.name, m[1])
+				}
+			}
+			if strings.Contains(line, "vegeta attack") && !regexp.MustCompile(`go install github\.com/tsenart/vegeta/v12@v\d+\.\d+\.\d+`).MatchString(prose.String()) {
+				t.Errorf("recipe %s runs vegeta without an install line", r.name)
+			}
+		}
+	}
+	if n < 4 {
+		t.Errorf("found %d written files in the recipes, want at least 4 (lua, keyslot.xml, results.bin, report.html)", n)
 	}
 }

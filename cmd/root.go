@@ -77,6 +77,10 @@ func printError(w io.Writer, cmd *cobra.Command, err error) {
 	if errors.Is(err, context.Canceled) {
 		msg = "interrupted"
 	}
+	if exitcode.Code(err) == exitcode.Failed {
+		// the exit code says a check failed; the line names which, once
+		msg = strings.TrimSuffix(msg, ": "+exitcode.ErrCheckFailed.Error())
+	}
 	if exitcode.Code(err) == exitcode.Usage && cmd != nil {
 		msg += fmt.Sprintf(" (see '%s --help')", cmd.CommandPath())
 	}

@@ -507,7 +507,7 @@ func (r *recorder) result() (*tally.Result, error) {
 }
 
 // K6HeaderMetric is the custom k6 metric whose points carry a response's
-// rate limit headers as tags (README: "Already using k6 or vegeta?").
+// rate limit headers as tags (docs/load.md: "Already using k6 or vegeta?").
 const K6HeaderMetric = "ratelimit_headers"
 
 // noHeadersWhy says why the recording has no headers and how to record
@@ -515,7 +515,7 @@ const K6HeaderMetric = "ratelimit_headers"
 func (r *recorder) noHeadersWhy() string {
 	if r.o.Source == SourceK6 {
 		return "k6 records no response headers; to check them, add a Counter named " + K6HeaderMetric +
-			" in the script and count each response with its RateLimit, RateLimit-Policy, Retry-After and Cache-Control headers and its status as tags (see the README)"
+			" in the script and count each response with its RateLimit, RateLimit-Policy, Retry-After and Cache-Control headers and its status as tags (see docs/load.md, \"Already using k6 or vegeta?\")"
 	}
 	return "this vegeta recording carries no response headers (older vegeta versions record none; v12.13.0 records them in every result)"
 }

@@ -834,7 +834,9 @@ func openEmbedded(opts Options, why string) (*Conn, error) {
 		return nil, fmt.Errorf("start embedded server: %w", err)
 	}
 	if opts.Notice != nil {
-		fmt.Fprintf(opts.Notice, "notice: %s; using an embedded in-process miniredis: results show the scripts' logic, not a real server's behaviour; pass --redis URL (or run 'ratelimit sandbox') to test a real one\n", why)
+		// what embedded means for the results, the report's server line
+		// says once; the notice says why and what to do
+		fmt.Fprintf(opts.Notice, "notice: %s; using the embedded miniredis; pass --redis URL (or run 'ratelimit sandbox') to test a real server\n", why)
 	}
 	ro := &redis.Options{Addr: m.Addr(), DialTimeout: opts.Timeout, ReadTimeout: opts.Timeout, WriteTimeout: opts.Timeout, ContextTimeoutEnabled: true,
 		MaintNotificationsConfig: NoMaintNotifications()}

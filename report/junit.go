@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
 )
@@ -84,11 +85,20 @@ func checkCase(classname, name string, ch doc.Check, typ, detail string) junitCa
 	case !ch.Pass && ch.Counts():
 		c.fail(typ, ch.Message, detail)
 	case !ch.Pass:
-		c.SystemOut = "warning: " + ch.Message + "\n" + detail
+		c.SystemOut = "warning: " + ch.Message + "\n" + afterMessage(ch.Message, detail)
 	default:
-		c.SystemOut = ch.Message + "\n" + detail
+		c.SystemOut = ch.Message + "\n" + afterMessage(ch.Message, detail)
 	}
 	return c
+}
+
+// afterMessage is detail without its first line when that line is the
+// message: a testcase's output says each thing once.
+func afterMessage(message, detail string) string {
+	if message == "" {
+		return detail
+	}
+	return strings.TrimPrefix(detail, message+"\n")
 }
 
 // JUnit writes documents as one JUnit report: a <testsuite> per document.
