@@ -118,7 +118,10 @@ func (r *Result) generator(dropLate time.Duration) GenStat {
 // behind for a cause the document does not name.
 func (r *Result) GeneratorCauses() []Cause {
 	g := r.Generator
-	if !g.FellBehind || len(g.Causes) > 0 {
+	if !g.FellBehind {
+		return nil
+	}
+	if len(g.Causes) > 0 {
 		return g.Causes
 	}
 	var cs []Cause

@@ -156,6 +156,7 @@ func TestGeneratorBehind(t *testing.T) {
 		causes []Cause
 	}{
 		{"kept up", fast, GenStat{}, nil, false, nil},
+		{"kept up, causes forged", fast, GenStat{Causes: []Cause{CauseLate}}, nil, false, nil},
 		{"VUs busy on a slow target", slow, GenStat{FellBehind: true, Causes: []Cause{CauseNoVU}}, func(r *Result) { r.DroppedNoVU = 1 }, false, []Cause{CauseNoVU}},
 		{"VUs busy on a fast target", fast, GenStat{FellBehind: true, Causes: []Cause{CauseNoVU}}, func(r *Result) { r.DroppedNoVU = 1 }, true, []Cause{CauseNoVU}},
 		{"slow target and lateness", slow, GenStat{FellBehind: true, Causes: []Cause{CauseNoVU, CauseLateness}}, func(r *Result) { r.DroppedNoVU = 1 }, true, []Cause{CauseNoVU, CauseLateness}},
