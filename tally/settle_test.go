@@ -373,6 +373,15 @@ func TestMergeSegments(t *testing.T) {
 	if len(m.Generator.Reasons) != 3 || !strings.HasPrefix(m.Generator.Reasons[0], "segment 0: scheduling lateness") || !strings.HasPrefix(m.Generator.Reasons[1], "segment 1: ") {
 		t.Errorf("merged reasons %q, want each segment's, named", m.Generator.Reasons)
 	}
+	// a segment written before causes were kept: its causes from its counts
+	b.Generator.Causes = nil
+	m2, err := Merge([]*Result{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m2.Generator.Causes, []Cause{CauseLateness, CauseNoVU}) {
+		t.Errorf("merge with a segment without causes: causes %v, want lateness and no_vu", m2.Generator.Causes)
+	}
 	if !slices.Equal(m.Segment.Missing, []int{2}) || m.Verdict != "fail" || check(t, m, CheckSegments).Pass {
 		t.Errorf("missing %v, verdict %s: a merge without segment 2 fails its segments check", m.Segment.Missing, m.Verdict)
 	}
