@@ -51,9 +51,12 @@ func freePort(t *testing.T) int {
 // quietBase returns a base port for n nodes whose ports (base to
 // base+n-1) and cluster bus ports (+10000) all lie below the kernel's
 // ephemeral range (net.ipv4.ip_local_port_range), at random: no outgoing
-// connection and no listener on port 0 ever takes a port there, where on
-// a busy machine (every package's servers, load's thousands of
-// connections) ports next to a free ephemeral one are often taken. When
+// connection and no listener on port 0 ever takes a port there. In the
+// ephemeral range every connection a test closed holds its port in
+// TIME_WAIT for a minute, and a listener cannot bind it (the dialer set
+// no SO_REUSEADDR): with 13,000 of them on a machine running the suites,
+// a free ephemeral port with its neighbours and bus ports free was found
+// at one try in three, and 20 tries could all fail. When
 // the range leaves no room below it, a free ephemeral port with room
 // above it for the bus ports.
 func quietBase(t *testing.T, n int) int {

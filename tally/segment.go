@@ -399,7 +399,7 @@ func Merge(docs []*Result) (*Result, error) {
 		m.VUs.Peak += d.VUs.Peak
 		m.VUs.Added += d.VUs.Added
 		m.VUs.MaxBusy += d.VUs.MaxBusy
-		gen.mergeSegment(si.Index, d.Generator)
+		gen.mergeSegment(si.Index, d)
 		mergeHeaders(&m.Headers, d.Headers)
 		if d.Headers.PolicyValue != "" {
 			policies[d.Headers.PolicyValue] += d.Headers.Policy.Valid

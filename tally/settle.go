@@ -118,7 +118,10 @@ func (r *Result) generator(dropLate time.Duration) GenStat {
 // behind for a cause the document does not name.
 func (r *Result) GeneratorCauses() []Cause {
 	g := r.Generator
-	if !g.FellBehind || len(g.Causes) > 0 {
+	if !g.FellBehind {
+		return nil
+	}
+	if len(g.Causes) > 0 {
 		return g.Causes
 	}
 	var cs []Cause
@@ -147,20 +150,21 @@ func (r *Result) GeneratorBehind() bool {
 	return false
 }
 
-// mergeGenerator adds a segment's generator to a merge's: behind when
-// any segment was, with every segment's causes (once each) and reasons
-// (named by segment, at most MaxReasons).
-func (g *GenStat) mergeSegment(index int, s GenStat) {
-	if !s.FellBehind {
+// mergeSegment adds segment d's generator to a merge's: behind when any
+// segment was, with every segment's causes once (read from its counts
+// when its document predates causes) and its reasons named by segment (at
+// most MaxReasons).
+func (g *GenStat) mergeSegment(index int, d *Result) {
+	if !d.Generator.FellBehind {
 		return
 	}
 	g.FellBehind = true
-	for _, c := range s.Causes {
+	for _, c := range d.GeneratorCauses() {
 		if !slices.Contains(g.Causes, c) {
 			g.Causes = append(g.Causes, c)
 		}
 	}
-	for _, why := range s.Reasons {
+	for _, why := range d.Generator.Reasons {
 		if len(g.Reasons) < MaxReasons {
 			g.Reasons = append(g.Reasons, fmt.Sprintf("segment %d: %s", index, why))
 		}

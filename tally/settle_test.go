@@ -1,6 +1,7 @@
 package tally
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -155,6 +156,7 @@ func TestGeneratorBehind(t *testing.T) {
 		causes []Cause
 	}{
 		{"kept up", fast, GenStat{}, nil, false, nil},
+		{"kept up, causes forged", fast, GenStat{Causes: []Cause{CauseLate}}, nil, false, nil},
 		{"VUs busy on a slow target", slow, GenStat{FellBehind: true, Causes: []Cause{CauseNoVU}}, func(r *Result) { r.DroppedNoVU = 1 }, false, []Cause{CauseNoVU}},
 		{"VUs busy on a fast target", fast, GenStat{FellBehind: true, Causes: []Cause{CauseNoVU}}, func(r *Result) { r.DroppedNoVU = 1 }, true, []Cause{CauseNoVU}},
 		{"slow target and lateness", slow, GenStat{FellBehind: true, Causes: []Cause{CauseNoVU, CauseLateness}}, func(r *Result) { r.DroppedNoVU = 1 }, true, []Cause{CauseNoVU, CauseLateness}},
@@ -378,6 +380,15 @@ func TestMergeSegments(t *testing.T) {
 	if len(m.Generator.Reasons) != 3 || !strings.HasPrefix(m.Generator.Reasons[0], "segment 0: scheduling lateness") || !strings.HasPrefix(m.Generator.Reasons[1], "segment 1: ") {
 		t.Errorf("merged reasons %q, want each segment's, named", m.Generator.Reasons)
 	}
+	// a segment written before causes were kept: its causes from its counts
+	b.Generator.Causes = nil
+	m2, err := Merge([]*Result{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m2.Generator.Causes, []Cause{CauseLateness, CauseNoVU}) {
+		t.Errorf("merge with a segment without causes: causes %v, want lateness and no_vu", m2.Generator.Causes)
+	}
 	if !slices.Equal(m.Segment.Missing, []int{2}) || m.Verdict != "fail" || check(t, m, CheckSegments).Pass {
 		t.Errorf("missing %v, verdict %s: a merge without segment 2 fails its segments check", m.Segment.Missing, m.Verdict)
 	}
@@ -387,5 +398,84 @@ func TestMergeSegments(t *testing.T) {
 	other := segmentDoc(t, 2, 3, limited, func(r *Result) { r.Target = "http://127.0.0.1:2/" })
 	if _, err := Merge([]*Result{a, other}); err == nil || !strings.Contains(err.Error(), "another plan") {
 		t.Errorf("another target: %v", err)
+	}
+}
+
+// TestTallyMergeEqualsOne: tallies counted apart (load's workers) and
+// merged fill the same Result as one tally fed everything.
+func TestTallyMergeEqualsOne(t *testing.T) {
+	rule, err := judge.NewRule([]int{503})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStatuses(rule, []int{200})
+	one := New(st, 10_000_000)
+	parts := []*Tally{New(st, 10_000_000), New(st, 10_000_000), New(st, 10_000_000)}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	hdrs := []http.Header{
+		{"Ratelimit": {`"default";r=3;t=1`}, "Ratelimit-Policy": {`"default";q=5;w=1`}},
+		{"Retry-After": {"1"}, "Ratelimit": {`"default";r=0;t=1`}},
+		{"X-Ratelimit-Remaining": {"2"}},
+		nil,
+	}
+	statuses := []int{200, 429, 503, 0, 200, 404, 429}
+	for i := range 300 {
+		s := statuses[i%len(statuses)]
+		lat := time.Duration(i%37+1) * 173 * time.Microsecond
+		sec := int64(i / 50)
+		for _, tl := range []*Tally{one, parts[i%3]} {
+			tl.Count(s, "reset", lat, lat+time.Millisecond)
+			tl.Tick(sec, s)
+			if s != 0 {
+				tl.Inspect(s, hdrs[i%len(hdrs)], now)
+			}
+		}
+	}
+	merged := parts[0]
+	for _, p := range parts[1:] {
+		merged.Merge(p)
+	}
+	var a, b Result
+	one.Fill(&a, 5, HeadersFail, "")
+	merged.Fill(&b, 5, HeadersFail, "")
+	a.Settle(Judging{})
+	b.Settle(Judging{})
+	ja, err := json.Marshal(&a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb, err := json.Marshal(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(ja) != string(jb) {
+		t.Errorf("merged tallies differ from one tally:\n%s\n%s", jb, ja)
+	}
+	// of 300 in a cycle of 7: 43 of each of the first six, 42 of the last;
+	// the declared 503 is a refusal, and a finding (not a 429)
+	if a.RateLimited != 43+42+43 || a.Headers.WrongStatus != 43 || a.Errors["reset"] != 43 || a.Allowed != 86 {
+		t.Errorf("refused %d, wrong status %d, resets %d, allowed %d: want 128, 43, 43, 86", a.RateLimited, a.Headers.WrongStatus, a.Errors["reset"], a.Allowed)
+	}
+}
+
+// TestDocumentKeepsCauses: the generator's causes and the verdict survive
+// the document (JSON) and back, so report reads the fields load wrote.
+func TestDocumentKeepsCauses(t *testing.T) {
+	res := counted(t, limited, nil)
+	res.DroppedNoVU, res.Dropped, res.Lateness.P99 = 2, 2, 11
+	res.Settle(Judging{})
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"causes":["no_vu","lateness"]`) {
+		t.Errorf("document lacks the causes: %s", b)
+	}
+	var back Result
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back.Generator.Causes, res.Generator.Causes) || back.Verdict != res.Verdict || back.GeneratorBehind() != res.GeneratorBehind() {
+		t.Errorf("read back %+v %s, wrote %+v %s", back.Generator, back.Verdict, res.Generator, res.Verdict)
 	}
 }

@@ -35,13 +35,16 @@ func exactParams(n int64) []limiter.Params {
 func TestStoreAdmitsExactly(t *testing.T) {
 	ctx := context.Background()
 	for _, tg := range redistest.All(t) {
+		// one store per client, as serve has: a store per case would keep
+		// the last case's connections for a second (idleAfter) and leave
+		// the next ones waiting for the pool
+		s := NewStore(tg.Client)
 		for _, p := range exactParams(25) {
 			t.Run(tg.Name+"/"+string(p.Algo), func(t *testing.T) {
 				l, err := limiter.NewLimiter(p)
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := NewStore(tg.Client)
 				_, owns := tg.Client.(*redis.Client)
 				if (s.owned != nil) != owns {
 					t.Fatalf("store owns connections: %v, want %v for %T", s.owned != nil, owns, tg.Client)
