@@ -207,7 +207,7 @@ func verdictMessages(checks []doc.Check) []string {
 			continue
 		}
 		// the checks whose message names what it is about stand alone
-		if strings.HasPrefix(c.ID, CheckThresholdPfx) || c.ID == CheckExpect || c.ID == CheckLimiterSeen {
+		if strings.HasPrefix(c.ID, CheckThresholdPfx) || c.ID == CheckExpect || c.ID == CheckLimiterSeen || c.ID == doc.CheckDecided {
 			out = append(out, c.Message)
 		} else {
 			out = append(out, c.ID+": "+c.Message)
