@@ -242,3 +242,77 @@ func TestRetryAfterZeroLateInWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedQuotaUnreadableReset (issue 29 item 6): a fixed window of 5
+// per 2 s keyed by the client's address whose reset the probe cannot read
+// (X-RateLimit-Reset in a format of its own): the probe waits for the
+// quota to come back instead of skipping, so the spoofing phase runs; a
+// limiter keyed by the raw X-Forwarded-For value fails ip-spoofing, one
+// keyed by the peer passes it.
+func TestSharedQuotaUnreadableReset(t *testing.T) {
+	for _, trustXFF := range []bool{false, true} {
+		t.Run(fmt.Sprintf("trust-xff=%v", trustXFF), func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			type win struct {
+				start time.Time
+				n     int
+			}
+			keys := map[string]*win{}
+			const q, w = 5, 2 * time.Second
+			url := fake(t, func(rw http.ResponseWriter, r *http.Request) {
+				k := r.RemoteAddr[:strings.LastIndex(r.RemoteAddr, ":")]
+				if v := r.Header.Get("X-Forwarded-For"); trustXFF && v != "" {
+					k = v
+				}
+				mu.Lock()
+				now := time.Now()
+				x := keys[k]
+				if x == nil || now.Sub(x.start) >= w {
+					x = &win{start: now}
+					keys[k] = x
+				}
+				x.n++
+				n := x.n
+				mu.Unlock()
+				rw.Header().Set("X-RateLimit-Limit", fmt.Sprint(q))
+				rw.Header().Set("X-RateLimit-Remaining", fmt.Sprint(max(q-n, 0)))
+				rw.Header().Set("X-RateLimit-Reset", "soon")
+				if n > q {
+					rw.Header().Set("Cache-Control", "no-store")
+					rw.WriteHeader(http.StatusTooManyRequests) // no Retry-After either
+
+					return
+				}
+				fmt.Fprintln(rw, "ok")
+			})
+			res := probe(t, url, func(o *Options) { o.MaxWait = 10 * time.Second })
+			st := statusOf(res)
+			if !res.Shared {
+				dump(t, res)
+				t.Fatalf("the identities share one quota: the probe did not see it")
+			}
+			want := Pass
+			if trustXFF {
+				want = Fail
+			}
+			if st[CheckSpoofing] != want {
+				dump(t, res)
+				t.Fatalf("ip-spoofing %s, want %s", st[CheckSpoofing], want)
+			}
+			if !anyNote(res.Notes, "reset is not announced") {
+				dump(t, res)
+				t.Errorf("the notes do not say the probe waited for an unannounced reset")
+			}
+		})
+	}
+}
+
+func anyNote(notes []string, sub string) bool {
+	for _, n := range notes {
+		if strings.Contains(n, sub) {
+			return true
+		}
+	}
+	return false
+}
