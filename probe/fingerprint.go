@@ -96,6 +96,9 @@ type Observation struct {
 	SentMs   float64 `json:"sent_ms"` // after the first request
 	DoneMs   float64 `json:"done_ms"`
 	Status   int     `json:"status"` // 0: no answer (a transport error)
+	// Batch is the burst the request went out in (released at once with
+	// the others of its batch); 0 for a request sent on its own.
+	Batch int `json:"batch,omitempty"`
 }
 
 // Candidate is one model and how it fared.
@@ -143,6 +146,9 @@ type fp struct {
 	shared bool
 	// cut says why the phases stopped early (the budget, --max-time)
 	cut string
+	// bare counts the admissions served without the limiter's decision
+	// (no RateLimit field where the others carry one): not judged
+	bare int
 	// windowLo and windowHi bound a window measured end to end (no
 	// policy said it): the round windows between them are candidates
 	windowLo, windowHi time.Duration
@@ -237,7 +243,11 @@ func RunFingerprint(ctx context.Context, o Options) (Fingerprint, error) {
 	cands := f.candidates()
 	res.Candidates = len(cands)
 	res.Observations = f.observations()
-	judged := f.judged()
+	f.failedOpen()
+	judged := f.judged() - f.bare
+	if f.bare > 0 {
+		f.notes = append(f.notes, fmt.Sprintf("%d admitted responses carried no RateLimit field while the others did: a limiter failing open (serving without a decision when its store misses the deadline) answered them; they were not judged", f.bare))
+	}
 	if why := f.undecided(judged); why != "" {
 		res.Notes = f.notes
 		res.ElapsedMs = msSince(f.start, time.Now())
@@ -255,7 +265,7 @@ func RunFingerprint(ctx context.Context, o Options) (Fingerprint, error) {
 	if c.Pass {
 		c.Message = fmt.Sprintf("%s fits every one of the %d requests judged", res.Fits[0].Description, judged)
 		if n := len(f.shots) - judged; n > 0 {
-			c.Message += fmt.Sprintf(" (%d got no answer and were not judged)", n)
+			c.Message += fmt.Sprintf(" (%d got no answer or no decision and were not judged)", n)
 		}
 		if len(res.Fits) > 1 {
 			c.Message += fmt.Sprintf(" (and %d more models)", len(res.Fits)-1)
@@ -291,7 +301,7 @@ func (f *fp) judged() int {
 // or time cut the run before the quota was seen to come back.
 func (f *fp) undecided(judged int) string {
 	if n := len(f.shots) - judged; n > len(f.shots)/2 {
-		return fmt.Sprintf("%d of %d requests got no answer: too few answers to judge any model on", n, len(f.shots))
+		return fmt.Sprintf("%d of %d requests got no answer (or an admission without the limiter's decision): too few answers to judge any model on", n, len(f.shots))
 	}
 	refused, back := false, false
 	for _, s := range f.shots {
@@ -546,7 +556,7 @@ func (f *fp) observations() []Observation {
 	sort.SliceStable(shots, func(i, j int) bool { return shots[i].Sent.Before(shots[j].Sent) })
 	out := make([]Observation, 0, len(shots))
 	for _, s := range shots {
-		out = append(out, Observation{Phase: s.phase, Identity: s.key, SentMs: msSince(f.start, s.Sent), DoneMs: msSince(f.start, s.Done), Status: s.Status})
+		out = append(out, Observation{Phase: s.phase, Identity: s.key, SentMs: msSince(f.start, s.Sent), DoneMs: msSince(f.start, s.Done), Status: s.Status, Batch: s.Batch})
 	}
 	return out
 }
@@ -990,8 +1000,9 @@ func (f *fp) oddness(p limiter.Params) int {
 func (f *fp) byKey(shots []shot) [][]shot {
 	var keys []string
 	groups := map[string][]shot{}
+	undecided := f.failedOpen()
 	for _, s := range shots {
-		if s.Err != nil {
+		if s.Err != nil || undecided(s) {
 			continue
 		}
 		k := s.key
@@ -1139,11 +1150,23 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 // A moment is when a cluster's requests are decided: all at one instant
 // (from == to), or spread evenly from one to the other in send order (a
 // burst the target takes a while to work through, refilling meanwhile).
-type moment struct{ from, to int64 }
+//
+// With split > 0 the first split requests are decided at from and the
+// rest at to: a burst in flight across a window's edge, some decided
+// before it and the rest after, in an order nobody outside sees.
+type moment struct {
+	from, to int64
+	split    int
+}
 
 // at is when the i-th of n requests is decided.
 func (m moment) at(i, n int) int64 {
-	if n < 2 || m.from == m.to {
+	switch {
+	case m.split > 0 && i < m.split:
+		return m.from
+	case m.split > 0:
+		return m.to
+	case n < 2 || m.from == m.to:
 		return m.from
 	}
 	return m.from + (m.to-m.from)*int64(i)/int64(n-1)
@@ -1159,18 +1182,26 @@ func moments(cl []shot, slack int64) []moment {
 		lo = min(lo, s.Sent.UnixMilli())
 		hi = max(hi, s.Done.UnixMilli())
 	}
-	out := []moment{{lo, lo}, {hi, hi}}
+	out := []moment{{from: lo, to: lo}, {from: hi, to: hi}}
 	for k := int64(1); k < 8; k++ {
 		t := lo + (hi-lo)*k/8
-		out = append(out, moment{t, t})
+		out = append(out, moment{from: t, to: t})
 	}
-	out = append(out, moment{lo - slack, lo - slack}, moment{hi + slack, hi + slack})
+	out = append(out, moment{from: lo - slack, to: lo - slack}, moment{from: hi + slack, to: hi + slack})
 	if len(cl) > 1 && hi > lo {
 		for k := int64(1); k <= 4; k++ {
-			out = append(out, moment{lo, lo + (hi-lo)*k/4})
+			out = append(out, moment{from: lo, to: lo + (hi-lo)*k/4})
 		}
 		for k := int64(1); k < 4; k++ {
-			out = append(out, moment{lo + (hi-lo)*k/4, hi})
+			out = append(out, moment{from: lo + (hi-lo)*k/4, to: hi})
+		}
+		// the splits: some decided at the first send, the rest at the
+		// last answer (every split for a small burst, a dozen for a
+		// large one)
+		n := len(cl)
+		step := max(1, n/12)
+		for m := step; m < n; m += step {
+			out = append(out, moment{from: lo, to: hi, split: m})
 		}
 	}
 	return out
@@ -1217,19 +1248,22 @@ func sign(l *limiter.Limiter, history []int64, cl []shot, at []int64) int {
 	return 1
 }
 
-// clusters splits shots (in send order) into runs whose send-to-answer
-// spans overlap and that were sent back to back (within clusterGap of
-// each other): a burst, all in flight at once, is one cluster; a request
-// sent after every earlier one was answered, or sent later while a
-// straggler was still in flight, starts a new one.
+// clusters splits shots (in send order) into the bursts they went out in
+// (each released at once by one barrier, however a busy machine spread
+// the sends), and runs of requests sent on their own back to back while
+// the one before was in flight; any other request is a cluster of its
+// own.
 func clusters(shots []shot) [][]shot {
 	var out [][]shot
-	var end, prev time.Time
-	for _, s := range shots {
-		// a burst's requests go out back to back; a request sent later
-		// (a poll) starts a cluster of its own even while a straggler of
-		// the burst is still in flight: it was decided after most of it
-		if len(out) > 0 && s.Sent.Before(end) && s.Sent.Sub(prev) <= clusterGap {
+	var end time.Time
+	for i, s := range shots {
+		// one burst (released together, however the machine spread its
+		// sends) is one cluster; a request sent on its own joins the
+		// one before only while that one is in flight and it went out
+		// right after it
+		same := i > 0 && (s.Batch != 0 && s.Batch == shots[i-1].Batch ||
+			s.Batch == 0 && shots[i-1].Batch == 0 && s.Sent.Before(end) && s.Sent.Sub(shots[i-1].Sent) <= clusterGap)
+		if same {
 			out[len(out)-1] = append(out[len(out)-1], s)
 		} else {
 			out = append(out, []shot{s})
@@ -1238,7 +1272,6 @@ func clusters(shots []shot) [][]shot {
 		if s.Done.After(end) {
 			end = s.Done
 		}
-		prev = s.Sent
 	}
 	return out
 }
@@ -1291,4 +1324,38 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// decided reports whether an admission carries the limiter's decision:
+// a RateLimit field (any draft) or the legacy remaining.
+func decided(o obs) bool {
+	if len(header.LimitLines(o.Header)) > 0 {
+		return true
+	}
+	l, ok := header.ParseLegacy(o.Header)
+	return ok && l.Remaining >= 0
+}
+
+// failedOpen says which admissions were served without a decision: when
+// most admissions carry the limiter's RateLimit field and some do not, a
+// limiter that missed its deadline and failed open served those (serve's
+// fail-open, a Redis too slow under the bursts); they are not judged,
+// like requests without an answer, and the notes say how many.
+func (f *fp) failedOpen() func(shot) bool {
+	with, without := 0, 0
+	for _, s := range f.shots {
+		if s.Err != nil || !s.admitted() {
+			continue
+		}
+		if decided(s.obs) {
+			with++
+		} else {
+			without++
+		}
+	}
+	if without == 0 || with < without {
+		return func(shot) bool { return false }
+	}
+	f.bare = without
+	return func(s shot) bool { return s.Err == nil && s.admitted() && !decided(s.obs) }
 }

@@ -281,6 +281,9 @@ type obs struct {
 	Sent     time.Time
 	Done     time.Time
 	Status   int // 0 on a transport error
+	// Batch numbers the burst the request went out in (requests released
+	// together by one barrier); 0 for a request sent on its own
+	Batch int
 	Header   http.Header
 	Err      error
 }
@@ -314,6 +317,7 @@ type prober struct {
 	budget   int
 	peer     string
 	deadline time.Time // --max-time
+	batches  int       // bursts sent so far (obs.Batch)
 }
 
 // errTime stops a phase when --max-time has passed.
@@ -536,6 +540,12 @@ func unanswered(os []obs) int {
 // observations are in send order. When the budget or --max-time allows
 // fewer, those are sent and the error says why the rest were not.
 func (p *prober) burst(ctx context.Context, identity string, n int, extra ...string) ([]obs, int, error) {
+	return p.burstEach(ctx, identity, n, func(int) []string { return extra })
+}
+
+// burstEach is burst with the extra headers of each request: extra(i)
+// for the i-th (controls and spoofed attempts in one burst).
+func (p *prober) burstEach(ctx context.Context, identity string, n int, extra func(i int) []string) ([]obs, int, error) {
 	if n <= 0 {
 		return nil, 0, nil
 	}
@@ -543,6 +553,10 @@ func (p *prober) burst(ctx context.Context, identity string, n int, extra ...str
 	if n == 0 {
 		return nil, 0, stop
 	}
+	p.mu.Lock()
+	p.batches++
+	batch := p.batches
+	p.mu.Unlock()
 	out := make([]obs, n)
 	errs := make([]error, n)
 	sem := make(chan struct{}, min(n, maxInFlight))
@@ -553,7 +567,8 @@ func (p *prober) burst(ctx context.Context, identity string, n int, extra ...str
 			<-gate
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			out[i], errs[i] = p.do(ctx, identity, extra...)
+			out[i], errs[i] = p.do(ctx, identity, extra(i)...)
+			out[i].Batch = batch
 		})
 	}
 	close(gate)

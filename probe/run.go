@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,9 +66,10 @@ type data struct {
 
 // spoofTry is one client-IP header tried against an exhausted quota:
 // attempts with one spoofed address and as many controls without the
-// header, all in flight at once.
+// header, interleaved in one burst.
 type spoofTry struct {
 	Header   string
+	From     time.Time // the last answer before it (its refill counts from there)
 	Controls []obs
 	Attempts []obs
 }
@@ -739,16 +739,28 @@ func (d *data) spoof(ctx context.Context, p *prober) error {
 		if h == "Forwarded" {
 			v = "for=" + ip
 		}
-		try := spoofTry{Header: h}
-		var wg sync.WaitGroup
-		var errC, errA error
-		wg.Go(func() { try.Controls, _, errC = p.burst(ctx, "", k) })
-		wg.Go(func() { try.Attempts, _, errA = p.burst(ctx, "", k, h, v) })
-		wg.Wait()
-		d.record(try.Controls...)
-		d.record(try.Attempts...)
-		if err := cmp.Or(errC, errA); err != nil {
+		try := spoofTry{Header: h, From: lastDone(anon)}
+		if len(d.spoofs) > 0 {
+			try.From = lastDone(append(d.spoofs[len(d.spoofs)-1].Controls, d.spoofs[len(d.spoofs)-1].Attempts...))
+		}
+		// one burst, controls and attempts interleaved: whatever the
+		// refill gives goes to either alike
+		both, _, err := p.burstEach(ctx, "", 2*k, func(i int) []string {
+			if i%2 == 1 {
+				return []string{h, v}
+			}
+			return nil
+		})
+		d.record(both...)
+		if err != nil {
 			return err
+		}
+		for _, o := range both {
+			if o.Spoof != "" {
+				try.Attempts = append(try.Attempts, o)
+			} else {
+				try.Controls = append(try.Controls, o)
+			}
 		}
 		d.spoofs = append(d.spoofs, try)
 	}
