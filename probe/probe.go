@@ -283,9 +283,9 @@ type obs struct {
 	Status   int // 0 on a transport error
 	// Batch numbers the burst the request went out in (requests released
 	// together by one barrier); 0 for a request sent on its own
-	Batch int
-	Header   http.Header
-	Err      error
+	Batch  int
+	Header http.Header
+	Err    error
 }
 
 // admitted and refused follow the one allowed rule (judge.Allowed); a
