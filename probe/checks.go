@@ -78,6 +78,57 @@ func (d *data) burstTolerance(os []obs) (int64, time.Duration) {
 	return tol, span
 }
 
+// delaying names a limiter that holds requests over its limit instead of
+// refusing them (a "slow down" middleware, nginx limit_req without
+// nodelay): of identity A's requests, none refused, the ones in flight
+// together took the first request's latency up to some count and ever
+// longer after it. It returns the finding and its evidence ("" when the
+// latencies do not grow so).
+func (d *data) delaying() (string, []string) {
+	if len(d.a) < 4 || refusedAny(d.a) {
+		return "", nil
+	}
+	base := d.a[0].Done.Sub(d.a[0].Sent)
+	var lat []time.Duration
+	for _, o := range d.a[1:] {
+		if o.Err == nil {
+			lat = append(lat, o.Done.Sub(o.Sent))
+		}
+	}
+	slices.Sort(lat)
+	margin := max(50*time.Millisecond, base)
+	held := 0
+	for _, l := range lat {
+		if l > base+margin {
+			held++
+		}
+	}
+	if held < 3 {
+		return "", nil
+	}
+	fast := len(d.a) - held
+	// the step: the median gap between the distinct delays
+	var gaps []time.Duration
+	for i := len(lat) - held + 1; i < len(lat); i++ {
+		if g := lat[i] - lat[i-1]; g > 10*time.Millisecond {
+			gaps = append(gaps, g)
+		}
+	}
+	step := time.Duration(0)
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		step = gaps[len(gaps)/2]
+	}
+	most := lat[len(lat)-1] - base
+	why := fmt.Sprintf("never refused, but delays: of %d requests of one identity sent at once, %d were answered in about %s and %d were held longer and longer", len(d.a), fast, base.Round(time.Millisecond), held)
+	if step > 0 {
+		why += fmt.Sprintf(", by about %s each", step.Round(10*time.Millisecond))
+	}
+	why += fmt.Sprintf(", up to %s: a limiter that slows clients down instead of refusing (a design, not a defect; clients see no 429 and no Retry-After)", most.Round(10*time.Millisecond))
+	ev := []string{fmt.Sprintf("latencies: first request %s; the burst's fastest %s, median %s, slowest %s", base.Round(time.Millisecond), lat[0].Round(time.Millisecond), lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))}
+	return why, ev
+}
+
 // notRefused says why a run in which nothing was refused decided nothing.
 func (d *data) notRefused() string {
 	n := len(d.a)
@@ -98,6 +149,9 @@ func (d *data) undecided(checks []Check) string {
 	}
 	if d.unanswered != "" {
 		return d.unanswered + ": the target answered too few requests to judge its limiter"
+	}
+	if why, _ := d.delaying(); why != "" {
+		return "" // delays are the limiter's answer: evidence
 	}
 	if _, ok := d.refusal(); !ok && (len(d.a) == 0 || d.a[0].admitted()) {
 		if d.cut != "" {
@@ -153,6 +207,11 @@ func (d *data) limitedStatus() Check {
 			c.Message = fmt.Sprintf("never limited: %d requests of one identity, sent at once, were all admitted (the advertised quota is %d; the refill during the %s they took explains %d more)", n, d.q, span.Round(time.Millisecond), tol)
 			c.Evidence = []string{fmt.Sprintf("%d requests of one identity in flight at once, all answered %d", len(d.a), first.Status)}
 			c.Fix = "put a limiter in front of this endpoint, or check that it keys clients by --identity-header"
+			return c
+		}
+		if why, ev := d.delaying(); why != "" {
+			c.Status, c.Message, c.Evidence = Warn, why, ev
+			c.Fix = "if clients should be told to slow down, answer 429 with Retry-After once the quota is spent; a delaying limiter is fine when intended (--warn-only does not apply: this is a warning already)"
 			return c
 		}
 		if d.cut != "" {
@@ -760,6 +819,16 @@ func (d *data) isolation(o Options) Check {
 		c.Status = Warn
 		c.Message = fmt.Sprintf("a request without %s was refused right after identity A ran out: anonymous requests may share the quota of identified ones", o.identityName())
 		c.Fix = "give requests without an identity their own per-address quota"
+		return c
+	}
+	// requests without an identity never refused, beyond the quota and
+	// the refill while they were in flight: a client that leaves the
+	// header out is not limited at all
+	if tol, _ := d.burstTolerance(d.anon); len(d.anon) > 0 && !refusedAny(d.anon) && d.q > 0 && int64(count(d.anon)) > d.q+tol {
+		c.Status = Fail
+		c.Message = fmt.Sprintf("requests without %s are not limited: %d sent at once were all admitted (the quota is %d): a client bypasses the limiter by leaving the header out", o.identityName(), count(d.anon), d.q)
+		c.Evidence = []string{fmt.Sprintf("%d requests without %s in flight at once, all admitted", len(d.anon), o.identityName())}
+		c.Fix = fmt.Sprintf("limit requests without %s too (by the client's address), or refuse them; --warn-only %s if that is intended", o.identityName(), CheckIsolation)
 		return c
 	}
 	c.Status = Pass

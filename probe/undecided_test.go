@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/limtest"
 )
 
 // bucket is a token bucket of capacity c refilled at r per second, kept
@@ -315,4 +316,66 @@ func anyNote(notes []string, sub string) bool {
 		}
 	}
 	return false
+}
+
+// TestDelayingLimiter (issue 31 item 1): a limiter that never refuses but
+// holds each request over 10 per 2 s by 100 ms more, up to 1 s: probe
+// names the delays (limited-status WARN, not "never limited", not
+// undecided); the control, the same target without delays, is undecided.
+func TestDelayingLimiter(t *testing.T) {
+	t.Parallel()
+	url := limtest.Behave(t, limtest.BehaviourSpec{Kind: limtest.Slowdown, Limit: 10, Window: 2 * time.Second,
+		Step: 100 * time.Millisecond, MaxDelay: time.Second, KeyHeader: DefaultIdentityHeader})
+	res := probe(t, url)
+	c := checkOf(res, CheckLimitedStatus)
+	if c.Status != Warn || !strings.Contains(c.Message, "delays") || res.Verdict == doc.VerdictUndecided {
+		dump(t, res)
+		t.Fatalf("limited-status %s %q, verdict %s; want a warning naming the delays, decided", c.Status, c.Message, res.Verdict)
+	}
+}
+
+func checkOf(res Result, id string) Check {
+	for _, c := range res.Checks {
+		if c.ID == id {
+			return c
+		}
+	}
+	return Check{}
+}
+
+// TestUnidentifiedBypass (issue 31 item 13): a limiter that limits each
+// X-API-Key but lets requests without one through unlimited fails
+// identity-isolation naming the bypass; the control, one that limits them
+// by address, passes it.
+func TestUnidentifiedBypass(t *testing.T) {
+	for _, bypass := range []bool{true, false} {
+		t.Run(fmt.Sprintf("bypass=%v", bypass), func(t *testing.T) {
+			t.Parallel()
+			b := newBucket(5, 5)
+			url := fake(t, func(w http.ResponseWriter, r *http.Request) {
+				k := r.Header.Get(DefaultIdentityHeader)
+				if k == "" {
+					if bypass {
+						fmt.Fprintln(w, "ok")
+						return
+					}
+					k = "addr:" + r.RemoteAddr[:strings.LastIndex(r.RemoteAddr, ":")]
+				}
+				ok, left := b.take(k)
+				w.Header().Set("RateLimit-Policy", `"d";q=5;w=1`)
+				w.Header().Set("RateLimit", fmt.Sprintf(`"d";r=%d;t=1`, left))
+				if !ok {
+					limited(w)
+					return
+				}
+				fmt.Fprintln(w, "ok")
+			})
+			res := probe(t, url)
+			st := statusOf(res)
+			if want := map[bool]string{true: Fail, false: Pass}[bypass]; st[CheckIsolation] != want {
+				dump(t, res)
+				t.Fatalf("identity-isolation %s, want %s", st[CheckIsolation], want)
+			}
+		})
+	}
 }
