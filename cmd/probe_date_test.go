@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ func TestProbeResetHTTPDate(t *testing.T) {
 					Status   string   `json:"status"`
 					Message  string   `json:"message"`
 					Evidence []string `json:"evidence"`
+					Fix      string   `json:"fix"`
 				} `json:"checks"`
 			}
 			if err := json.Unmarshal(tf.Out.Bytes(), &doc); err != nil {
@@ -46,6 +48,11 @@ func TestProbeResetHTTPDate(t *testing.T) {
 				if c.ID == probe.CheckReset {
 					if c.Status != tt.want {
 						t.Fatalf("reset check %s (%s, %v), want %s; exit %d", c.Status, c.Message, c.Evidence, tt.want, code)
+					}
+					// the fix matches the defect (issue 31 item 9): a reset
+					// that comes early is rounded down, not a constant
+					if c.Status == "fail" && (!strings.Contains(c.Fix, "never down") || strings.Contains(c.Fix, "not a constant")) {
+						t.Errorf("an early reset's fix %q, want rounding up, never down (and nothing of a constant)", c.Fix)
 					}
 					t.Logf("reset: %s: %s %v", c.Status, c.Message, c.Evidence)
 					return

@@ -488,13 +488,17 @@ func (d *data) headers() Check {
 	var prevT time.Time
 	// (only across requests sent after every earlier one was answered:
 	// requests in flight together are decided in an order nobody sees)
+	var prevReset int64 = -1 // the reset the previous answer announced, seconds
 	for i, o := range d.a {
 		sequential := alone(d.a, i)
-		r, _, _, ok := limitOf(o.Header, o.Done)
+		r, t, _, ok := limitOf(o.Header, o.Done)
 		if !ok || !o.admitted() {
 			continue
 		}
-		if prev >= 0 && sequential && d.perInstance == "" {
+		// a window that the previous answer said ends (t, whole seconds
+		// rounded up) before this answer may hand the quota back whole
+		windowEnded := prevReset >= 0 && o.Done.Sub(prevT) >= time.Duration(prevReset-1)*time.Second
+		if prev >= 0 && sequential && d.perInstance == "" && !windowEnded {
 			refill := int64(0)
 			if d.q > 0 && d.w > 0 {
 				refill = int64(math.Ceil(float64(d.q) * o.Done.Sub(prevT).Seconds() / d.w.Seconds()))
@@ -503,7 +507,7 @@ func (d *data) headers() Check {
 				bad = append(bad, fmt.Sprintf("r went from %d to %d across one admitted request", prev, r))
 			}
 		}
-		prev, prevT = r, o.Done
+		prev, prevT, prevReset = r, o.Done, t
 	}
 	// in one burst in flight at once, one counter hands out each r once
 	if d.perInstance == "" {
@@ -621,7 +625,17 @@ func (d *data) reset() Check {
 	case len(fails) > 0:
 		c.Status = Fail
 		c.Message = strings.Join(fails, "; ")
-		c.Fix = "send t as the seconds until the full quota is back, counting down (not a constant)"
+		// the fix the defect found calls for: a reset that comes too soon
+		// is rounded down (or skewed), one that comes too late is a
+		// constant or counts from the wrong start
+		var fixes []string
+		if strings.Contains(c.Message, "understates") {
+			fixes = append(fixes, "round t up to the whole second, never down (a reset floored to the epoch second tells clients to come back too early)")
+		}
+		if strings.Contains(c.Message, "overstates") {
+			fixes = append(fixes, "send t as the seconds until the full quota is back, counting down (not a constant, not the whole window)")
+		}
+		c.Fix = strings.Join(fixes, "; ")
 	case len(evidence) == 0:
 		return skip(c.ID, fmt.Sprintf("the reset (%s) is too short to check before it passes, or longer than --max-wait", max(tc, td)))
 	case late != "" && len(d.dBurst) == 0:
