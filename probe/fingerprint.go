@@ -991,6 +991,12 @@ func (f *fp) oddness(p limiter.Params) int {
 				n++
 			}
 		}
+		// a rate other than the advertised quota per window: a policy
+		// rounds its window to whole seconds, so 5 + 6/s advertises
+		// q=5;w=1 as well as 5 + 5/s does
+		if !p.Rate.IsZero() && math.Abs(p.Rate.PerSecond()-float64(f.d.q)/f.d.w.Seconds()) > 1e-9 {
+			n++
+		}
 	}
 	return n
 }
