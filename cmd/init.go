@@ -24,8 +24,11 @@ import (
 	"github.com/ratelimit-dev/ratelimit/version"
 )
 
-// workflowPath is where init --workflow github writes.
-var workflowPath = filepath.Join(".github", "workflows", "ratelimit.yml")
+// workflowPath is where init --workflow github writes: beside the test
+// file (init is run from the repository's root, where the file lives).
+func workflowPath(file string) string {
+	return filepath.Join(filepath.Dir(file), ".github", "workflows", "ratelimit.yml")
+}
 
 type initOptions struct {
 	f   *Factory
@@ -68,7 +71,8 @@ Credentials never go into the file: a header that carries one (-H
 it) is written as ${VAR} and read from the environment for the probe here,
 as check will. A URL with a password is refused (exit 2).
 
---workflow github also writes .github/workflows/ratelimit.yml: a GitHub
+--workflow github also writes .github/workflows/ratelimit.yml beside the
+file (run init from the repository's root, where the file lives): a GitHub
 Actions job that runs 'ratelimit check' with this repository's composite
 Action (action.yml: Markdown to the job summary, JUnit to a file), each
 ${VAR} the file reads passed from a repository secret of that name. An
@@ -120,8 +124,8 @@ func runInit(opts *initOptions) error {
 		return exitcode.Usagef("--workflow %s: the one workflow init writes is github", opts.Workflow)
 	}
 	if opts.Workflow != "" {
-		if _, err := os.Stat(workflowPath); err == nil {
-			return exitcode.Usagef("%s exists; init never overwrites it: remove it, or add a step running 'ratelimit check %s' by hand", workflowPath, opts.File)
+		if _, err := os.Stat(workflowPath(opts.File)); err == nil {
+			return exitcode.Usagef("%s exists; init never overwrites it: remove it, or add a step running 'ratelimit check %s' by hand", workflowPath(opts.File), filepath.Base(opts.File))
 		}
 	}
 	vocab := suiteVocabulary()
@@ -269,13 +273,14 @@ func runInit(opts *initOptions) error {
 		if err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(workflowPath), 0o755); err != nil {
-			return exitcode.Usagef("create %s: %v", filepath.Dir(workflowPath), err)
+		wf := workflowPath(opts.File)
+		if err := os.MkdirAll(filepath.Dir(wf), 0o755); err != nil {
+			return exitcode.Usagef("create %s: %v", filepath.Dir(wf), err)
 		}
-		if err := os.WriteFile(workflowPath, []byte(suite.Workflow(opts.File, actionRef(), file.EnvVars())), 0o644); err != nil {
-			return exitcode.Usagef("write %s: %v", workflowPath, err)
+		if err := os.WriteFile(wf, []byte(suite.Workflow(filepath.Base(opts.File), actionRef(), file.EnvVars())), 0o644); err != nil {
+			return exitcode.Usagef("write %s: %v", wf, err)
 		}
-		fmt.Fprintf(&b, "wrote %s: a job running 'ratelimit check %s' with the composite Action\n", workflowPath, opts.File)
+		fmt.Fprintf(&b, "wrote %s: a job running 'ratelimit check %s' with the composite Action\n", wf, filepath.Base(opts.File))
 	}
 	for l := range strings.Lines(b.String()) {
 		fmt.Fprintln(f.IO.Out, report.Printable(strings.TrimSuffix(l, "\n")))
