@@ -528,7 +528,7 @@ func (p *parser) checkURL(n *yaml.Node, field, raw string, schemes ...string) er
 	}
 	if u.User != nil {
 		if _, has := u.User.Password(); has && !envRef.MatchString(raw[:strings.LastIndexByte(raw, '@')]) {
-			return p.errf(n, field, "%s holds a password: keep credentials out of the file; put it in an environment variable and write ${VAR} (e.g. http://user:${API_PASSWORD}@host/)", secret.URL(raw))
+			return p.errf(n, field, "%s holds a password: keep credentials out of the file; put the password in an environment variable and write ${VAR} in its place", secret.URL(raw))
 		}
 	}
 	for k, vs := range u.Query() {

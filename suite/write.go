@@ -3,6 +3,7 @@ package suite
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -165,7 +166,12 @@ func Append(path string, existing []byte, d Draft, vocab Vocabulary) ([]byte, er
 	if len(bytes.TrimSpace(existing)) == 0 {
 		out := []byte(fileHead + d.Text(2))
 		if _, err := Parse(path, out, vocab); err != nil {
-			return nil, exitcode.Internalf("init wrote an entry check cannot read: %v", err)
+			// the user's values (the URL, -H) that check would refuse
+			var fe *Error
+			if errors.As(err, &fe) {
+				return nil, exitcode.Usagef("%s: %s", strings.TrimPrefix(fe.Field, "entries[0]."), fe.Msg)
+			}
+			return nil, err
 		}
 		return out, nil
 	}
