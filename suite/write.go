@@ -224,7 +224,7 @@ jobs:
       - uses: actions/checkout@v4
       - uses: actions/setup-go@v5  # the Action builds ratelimit from source
         with:
-          go-version: stable
+          go-version: '1.26'
       - uses: ratelimit-dev/ratelimit@` + ref + `  # the composite Action: Markdown to the job summary, JUnit to a file
         with:
           command: check ` + scalar(file) + `
