@@ -145,11 +145,37 @@ func entryVerdictCell(e suite.EntryResult) cell {
 
 func suiteTable(r suite.Result) table {
 	t := table{headers: []string{"entry", "target", "probe", "load", "verdict", "time", "finding"}}
-	for i, e := range r.Entries {
+	for _, e := range r.Entries {
 		t.rows = append(t.rows, []cell{codeCell(e.Name), textCell(e.Target), stepCell(e, suite.StepProbe), stepCell(e, suite.StepLoad),
-			entryVerdictCell(e), textCell(msText(e.ElapsedMs)), textCell(r.Checks[i].Message)})
+			entryVerdictCell(e), textCell(msText(e.ElapsedMs)), textCell(entryFinding(e))})
 	}
 	return t
+}
+
+// entryFinding names the checks that failed (and the failed warnings) of
+// an entry; each entry's reports below give the evidence.
+func entryFinding(e suite.EntryResult) string {
+	var failed, warned []string
+	for _, c := range e.Checks {
+		switch {
+		case c.Pass || c.Skipped:
+		case c.Counts():
+			failed = append(failed, c.ID)
+		default:
+			warned = append(warned, c.ID)
+		}
+	}
+	var parts []string
+	if len(failed) > 0 {
+		parts = append(parts, "failed: "+strings.Join(failed, ", "))
+	}
+	if len(warned) > 0 {
+		parts = append(parts, "warnings: "+strings.Join(warned, ", "))
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("%s passed", countNoun(len(e.Checks), "check", "checks"))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // suiteVerdictLine is the closing line's text after the verdict word.
