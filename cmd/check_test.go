@@ -52,8 +52,10 @@ func checkJSON(t *testing.T, args ...string) (int, suite.Result, *testFactory) {
 }
 
 // threeEntries is the issue's file: serve's token bucket, serve's sliding
-// window and nginx, each with its model; nginx's missing headers are
-// accepted as warnings (probe warn_only, load headers: warn).
+// window and nginx, each with its model; nginx's defects by probe's
+// rules (no Retry-After, no RateLimit headers, requests without the
+// X-API-Key its zone is keyed by never limited) are accepted as warnings
+// (probe warn_only, load headers: warn).
 func threeEntries(bucket, window, nginx string) string {
 	return fmt.Sprintf(`version: 1
 defaults:
@@ -70,7 +72,7 @@ entries:
     url: %s
     expect: leaky-bucket:rate=5/s,burst=9
     probe:
-      warn_only: [retry-after, ratelimit-headers]
+      warn_only: [retry-after, ratelimit-headers, identity-isolation]
     load:
       headers: warn
 `, bucket, window, nginx)
