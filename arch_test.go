@@ -16,7 +16,7 @@ const module = "github.com/ratelimit-dev/ratelimit"
 // secret, userfile, version, words, stats), never by importing one
 // another (a package under a domain's folder, such as race/racedoc, is
 // that domain's); report renders their results and cmd wires them.
-var domains = []string{"eval", "race", "load", "cluster", "serve", "probe", "failover"}
+var domains = []string{"eval", "race", "load", "cluster", "serve", "probe", "failover", "suite"}
 
 // cliOnly are the modules only cmd may import: the command line and the
 // terminal's progress bars.
@@ -31,7 +31,7 @@ var redisModules = []string{"github.com/redis/go-redis", "github.com/alicebob/mi
 // each kind's document lives in a package without one (cluster, and the
 // doc packages of eval, race and failover), apart from the code that fills
 // it in.
-var redisFree = []string{"report", "load", "serve", "cluster", "eval/evaldoc", "race/racedoc", "failover/failoverdoc"}
+var redisFree = []string{"report", "load", "serve", "cluster", "suite", "eval/evaldoc", "race/racedoc", "failover/failoverdoc"}
 
 // luaParser is the module only lualint imports: the Lua key lint reads
 // scripts, cmd runs it, and cluster and report take its reports

@@ -61,7 +61,7 @@ func (tf *testFactory) execute(t *testing.T, args ...string) int {
 }
 
 // documentCommands are the commands whose -o json is a result document.
-var documentCommands = map[string]bool{"eval": true, "race": true, "load": true, "keyslot": true, "scripts": true, "report": true, "probe": true, "failover": true, "merge": true}
+var documentCommands = map[string]bool{"eval": true, "race": true, "load": true, "keyslot": true, "scripts": true, "report": true, "probe": true, "failover": true, "merge": true, "check": true}
 
 // validateDocuments checks the documents of one command run: its -o json
 // output and its --out file.

@@ -253,13 +253,28 @@ func runLoad(opts *loadOptions) error {
 		return err
 	}
 	defer em.close()
+	res, err := opts.run(o, plan, f.IO.ErrTTY)
+	if err != nil {
+		return err
+	}
+	if err := em.emit(res); err != nil {
+		return err
+	}
+	return loadOutcome(res, opts.AllowUndecided)
+}
+
+// run plays the validated plan o (check runs its entries' loads through
+// it too): the fault injector when plan has faults, the progress bar
+// when progress is set, then load.Run.
+func (opts *loadOptions) run(o load.Options, plan fault.Plan, progress bool) (*tally.Result, error) {
+	f := opts.f
 	if plan != nil {
 		inj, err := fault.New(opts.ctx, plan, fault.Options{
 			URL: opts.FaultRedis, AllowRemote: opts.AllowRemote, Sandboxes: f.Sandboxes,
 			Key: opts.FaultKey, Failover: fault.FailoverMode(opts.FailoverMode), Timeout: f.Global.RedisTimeout,
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer inj.Close()
 		fmt.Fprintln(f.IO.ErrOut, report.Printable(inj.Statement()))
@@ -270,7 +285,7 @@ func runLoad(opts *loadOptions) error {
 		}
 	}
 	var stop func()
-	if f.IO.ErrTTY {
+	if progress {
 		o.Live = &load.Live{}
 		stop = loadProgress(f, o.Live, o.Duration)
 	}
@@ -278,13 +293,7 @@ func runLoad(opts *loadOptions) error {
 	if stop != nil {
 		stop()
 	}
-	if err != nil {
-		return err
-	}
-	if err := em.emit(res); err != nil {
-		return err
-	}
-	return loadOutcome(res, opts.AllowUndecided)
+	return res, err
 }
 
 // loadOutcome maps a finished run to its exit: interrupted (130), unreachable

@@ -163,53 +163,8 @@ func runProbe(opts *probeOptions) error {
 	if _, err := f.Format(); err != nil {
 		return err
 	}
-	url := opts.URL
-	if url == "" {
-		url = f.Getenv("RATELIMIT_TARGET")
-	}
-	if url == "" {
-		return exitcode.Usagef("give the URL to probe, e.g. ratelimit probe http://127.0.0.1:8011/hello (or set RATELIMIT_TARGET)")
-	}
-	headers, err := load.ParseHeaders(opts.Headers)
+	po, err := opts.options()
 	if err != nil {
-		return err
-	}
-	if opts.Timeout <= 0 || opts.MaxWait <= 0 {
-		return exitcode.Usagef("--timeout and --max-wait must be positive")
-	}
-	po := probe.Options{
-		URL: url, Method: strings.ToUpper(strings.TrimSpace(opts.Method)), Header: headers,
-		IdentityHeader: opts.IdentityHeader, Budget: opts.Budget,
-		Skip: trimAll(opts.Skip), WarnOnly: trimAll(opts.WarnOnly),
-		Timeout: opts.Timeout, MaxWait: opts.MaxWait, MaxTime: opts.MaxTime, RunID: uuid.NewString()[:8],
-	}
-	if strings.TrimSpace(opts.LimitedStatus) != "" {
-		if po.Limited, err = load.ParseStatuses(opts.LimitedStatus); err != nil {
-			return exitcode.Usagef("--limited-status %q: want statuses such as 503 or 503,403", opts.LimitedStatus)
-		}
-	}
-	if po.Method == "" {
-		return exitcode.Usagef("-X must name an HTTP method")
-	}
-	if opts.Fingerprint && (len(po.Skip) > 0 || len(po.WarnOnly) > 0) {
-		return exitcode.Usagef("--skip and --warn-only name probe's checks; --fingerprint runs none of them")
-	}
-	if opts.Expect != "" {
-		x, err := judge.ParseExpect(opts.Expect)
-		if err != nil {
-			return err
-		}
-		if x.Auto || x.None || len(x.Parts) != 1 {
-			return exitcode.Usagef("--expect %s: probe checks one policy: give a model, e.g. token-bucket:burst=10,rate=5/s (auto is what probe does anyway: it reads RateLimit-Policy)", opts.Expect)
-		}
-		l, err := limiter.NewLimiter(x.Parts[0])
-		if err != nil {
-			return err
-		}
-		pol := l.Policy()
-		po.Quota, po.Window = pol.Quota, time.Duration(pol.WindowSeconds)*time.Second
-	}
-	if err := po.Validate(); err != nil {
 		return err
 	}
 	em, err := f.newEmitter(opts.Out)
@@ -243,6 +198,62 @@ func runProbe(opts *probeOptions) error {
 		return exitcode.Failf("probe: %s", strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// options turns the flags into probe.Options (check runs its entries'
+// probes through it too); every error is exit 2.
+func (opts *probeOptions) options() (probe.Options, error) {
+	f := opts.f
+	url := opts.URL
+	if url == "" {
+		url = f.Getenv("RATELIMIT_TARGET")
+	}
+	if url == "" {
+		return probe.Options{}, exitcode.Usagef("give the URL to probe, e.g. ratelimit probe http://127.0.0.1:8011/hello (or set RATELIMIT_TARGET)")
+	}
+	headers, err := load.ParseHeaders(opts.Headers)
+	if err != nil {
+		return probe.Options{}, err
+	}
+	if opts.Timeout <= 0 || opts.MaxWait <= 0 {
+		return probe.Options{}, exitcode.Usagef("--timeout and --max-wait must be positive")
+	}
+	po := probe.Options{
+		URL: url, Method: strings.ToUpper(strings.TrimSpace(opts.Method)), Header: headers,
+		IdentityHeader: opts.IdentityHeader, Budget: opts.Budget,
+		Skip: trimAll(opts.Skip), WarnOnly: trimAll(opts.WarnOnly),
+		Timeout: opts.Timeout, MaxWait: opts.MaxWait, MaxTime: opts.MaxTime, RunID: uuid.NewString()[:8],
+	}
+	if strings.TrimSpace(opts.LimitedStatus) != "" {
+		if po.Limited, err = load.ParseStatuses(opts.LimitedStatus); err != nil {
+			return probe.Options{}, exitcode.Usagef("--limited-status %q: want statuses such as 503 or 503,403", opts.LimitedStatus)
+		}
+	}
+	if po.Method == "" {
+		return probe.Options{}, exitcode.Usagef("-X must name an HTTP method")
+	}
+	if opts.Fingerprint && (len(po.Skip) > 0 || len(po.WarnOnly) > 0) {
+		return probe.Options{}, exitcode.Usagef("--skip and --warn-only name probe's checks; --fingerprint runs none of them")
+	}
+	if opts.Expect != "" {
+		x, err := judge.ParseExpect(opts.Expect)
+		if err != nil {
+			return probe.Options{}, err
+		}
+		if x.Auto || x.None || len(x.Parts) != 1 {
+			return probe.Options{}, exitcode.Usagef("--expect %s: probe checks one policy: give a model, e.g. token-bucket:burst=10,rate=5/s (auto is what probe does anyway: it reads RateLimit-Policy)", opts.Expect)
+		}
+		l, err := limiter.NewLimiter(x.Parts[0])
+		if err != nil {
+			return probe.Options{}, err
+		}
+		pol := l.Policy()
+		po.Quota, po.Window = pol.Quota, time.Duration(pol.WindowSeconds)*time.Second
+	}
+	if err := po.Validate(); err != nil {
+		return probe.Options{}, err
+	}
+	return po, nil
 }
 
 func trimAll(xs []string) []string {

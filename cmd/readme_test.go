@@ -86,7 +86,7 @@ func TestReadmeRecipes(t *testing.T) {
 		t.Skip("builds the binary and runs the README's journeys")
 	}
 	recipes := readmeRecipes(t, filepath.Join("..", "README.md"))
-	want := []string{"script", "keyslot", "load", "probe", "fault", "recording"}
+	want := []string{"script", "keyslot", "load", "probe", "check", "fault", "recording"}
 	var got []string
 	for _, r := range recipes {
 		got = append(got, r.name)

@@ -66,7 +66,7 @@ func newReportCmd(f *Factory, run func(*reportOptions) error) *cobra.Command {
 		Short: "Render saved result documents, or judge a k6 or vegeta recording, as text, JSON, Markdown, JUnit or HTML",
 		Long: `Render documents saved by other commands (--out FILE, or -o json, of
 eval, eval --simulate, scripts, race, load, merge, report --from, keyslot,
-probe and failover) in any output format. Kinds this build reads:
+probe, failover and check) in any output format. Kinds this build reads:
 ` + reportKinds() + `.
 Each kind has its own version (docs/json.md, schemas in docs/schema): ` + reportVersions() + `;
 older versions are upgraded on read and render the same:
@@ -76,8 +76,9 @@ older versions are upgraded on read and render the same:
   markdown  GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY"
   junit     one <testsuite> per document, one <testcase> per check (eval:
             reply shape and TTL; simulate: the Go model against the
-            script; probe and failover: one per check; scripts: an empty
-            suite, it checks nothing)
+            script; probe and failover: one per check; suite (check): one
+            <testsuite> per entry; scripts: an empty suite, it checks
+            nothing)
   github    workflow annotations: an ::error per failed check, then the
             verdict (keyslot with file and line)
   html      the --html page, on standard output

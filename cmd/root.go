@@ -237,6 +237,8 @@ var commandFormats = map[string][]string{
 	"load":       {"text", "json", "markdown", "junit"},
 	"probe":      {"text", "json", "markdown", "junit", "github"},
 	"failover":   {"text", "json", "markdown", "junit", "github"},
+	"init":       {"text"},
+	"check":      {"text", "json", "markdown", "junit", "github"},
 	"merge":      {"text", "json", "markdown", "junit"},
 	"report":     {"text", "json", "markdown", "junit", "github", "html"},
 	"version":    {"text", "json"},
@@ -301,6 +303,8 @@ func addCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newLoadCmd(f, nil))
 	root.AddCommand(newProbeCmd(f, nil))
 	root.AddCommand(newFailoverCmd(f, nil))
+	root.AddCommand(newInitCmd(f, nil))
+	root.AddCommand(newCheckCmd(f, nil))
 	root.AddCommand(newMergeCmd(f, nil))
 	root.AddCommand(newReportCmd(f, nil))
 	root.AddCommand(newVersionCmd(f, nil))

@@ -67,6 +67,8 @@ var formatProbeArgs = map[string][]string{
 	"load":       {"--duration", "0"},
 	"probe":      {"http://127.0.0.1:1/", "--timeout", "0"},
 	"failover":   {"--trials", "0"},
+	"check":      {"/nonexistent/ratelimit.yaml"},
+	"init":       {"http://127.0.0.1:1/", "--workflow", "none"},
 	"merge":      {},
 	"report":     {},
 	"scripts":    {},

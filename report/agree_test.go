@@ -72,6 +72,8 @@ func TestFormatsAgree(t *testing.T) {
 		{"failover pass, judged", failoverJudged, true},
 		{"failover fail", fixtureFailoverFail(), false},
 		{"failover, WAIT timed out and dropped most decisions", waitDropped, true},
+		{"suite pass", suitePassing(t), true},
+		{"suite fail", suiteFixture(t), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 func allKinds(t *testing.T) []Document {
 	t.Helper()
 	docs := []Document{}
-	for _, name := range []string{"eval.json", "simulate.json", "race.json", "load.json", "keyslot.json", "probe.json", "failover.json", "fingerprint.json"} {
+	for _, name := range []string{"eval.json", "simulate.json", "race.json", "load.json", "keyslot.json", "probe.json", "failover.json", "fingerprint.json", "suite.json"} {
 		docs = append(docs, readFixture(t, name))
 	}
 	docs = append(docs, Document{Kind: "scripts", Version: 1, Source: "scripts", Value: eval.NewCatalog(limiter.Scripts(), false)})
@@ -56,8 +56,10 @@ func TestEveryKindEveryFormat(t *testing.T) {
 	if err := xml.Unmarshal(b.Bytes(), &x); err != nil {
 		t.Fatalf("mixed JUnit does not parse: %v", err)
 	}
-	if len(x.Suites) != len(docs) {
-		t.Errorf("mixed JUnit has %d suites, want %d", len(x.Suites), len(docs))
+	// one suite per document, one per entry of a suite document
+	want := len(docs) - 1 + len(suiteFixture(t).Entries)
+	if len(x.Suites) != want {
+		t.Errorf("mixed JUnit has %d suites, want %d", len(x.Suites), want)
 	}
 	b.Reset()
 	if err := HTML(&b, docs, HTMLOptions{}); err != nil {

@@ -101,8 +101,9 @@ func afterMessage(message, detail string) string {
 	return strings.TrimPrefix(detail, message+"\n")
 }
 
-// JUnit writes documents as one JUnit report: a <testsuite> per document.
-// Every kind has one: a kind without checks (scripts) is an empty suite.
+// JUnit writes documents as one JUnit report: a <testsuite> per document
+// (a suite document: one per entry). Every kind has one: a kind without
+// checks (scripts) is an empty suite.
 func JUnit(w io.Writer, docs ...any) error {
 	var suites []junitSuite
 	for _, d := range docs {
@@ -110,7 +111,7 @@ func JUnit(w io.Writer, docs ...any) error {
 		if err != nil {
 			return err
 		}
-		suites = append(suites, k.junit(v))
+		suites = append(suites, k.suites(v)...)
 	}
 	return writeJUnit(w, suites)
 }

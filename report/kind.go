@@ -34,7 +34,11 @@ type kind[T any] struct {
 	text     func(io.Writer, T, Options) error
 	markdown func(*strings.Builder, T)
 	junit    func(T) junitSuite
-	html     func(*strings.Builder, T)
+	// suites, when set, replaces junit in JUnit output: a kind whose
+	// document holds several runs (suite: one per entry) writes one
+	// <testsuite> each.
+	suites func(T) []junitSuite
+	html   func(*strings.Builder, T)
 	// json and github replace the common renderers when set (keyslot
 	// streams its keys and annotates files and lines).
 	json   func(io.Writer, T) error
@@ -54,6 +58,7 @@ type kindInfo struct {
 	text     func(io.Writer, any, Options) error
 	markdown func(*strings.Builder, any)
 	junit    func(any) junitSuite
+	suites   func(any) []junitSuite
 	html     func(*strings.Builder, any)
 	json     func(io.Writer, any) error
 	github   func(io.Writer, any) error
@@ -83,6 +88,7 @@ func (k kind[T]) entry() kindInfo {
 		text:     func(w io.Writer, v any, o Options) error { return k.text(w, v.(T), o) },
 		markdown: func(b *strings.Builder, v any) { k.markdown(b, v.(T)) },
 		junit:    func(v any) junitSuite { return k.junit(v.(T)) },
+		suites:   func(v any) []junitSuite { return []junitSuite{k.junit(v.(T))} },
 		html:     func(b *strings.Builder, v any) { k.html(b, v.(T)) },
 		json:     func(w io.Writer, v any) error { return JSON(w, v) },
 	}
@@ -92,6 +98,9 @@ func (k kind[T]) entry() kindInfo {
 	}
 	if k.verdict != nil {
 		in.verdict = func(v any) (bool, bool) { return k.verdict(v.(T)) }
+	}
+	if k.suites != nil {
+		in.suites = func(v any) []junitSuite { return k.suites(v.(T)) }
 	}
 	if k.json != nil {
 		in.json = func(w io.Writer, v any) error { return k.json(w, v.(T)) }

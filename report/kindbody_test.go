@@ -16,7 +16,7 @@ import (
 // already said.
 func TestBodyMustMatchKind(t *testing.T) {
 	files := map[string]string{"race": "race.json", "load": "load.json", "keyslot": "keyslot.json", "probe": "probe.json",
-		"fingerprint": "fingerprint.json", "eval": "eval.json", "failover": "failover.json"}
+		"fingerprint": "fingerprint.json", "eval": "eval.json", "failover": "failover.json", "suite": "suite.json"}
 	bodies := map[string]map[string]any{}
 	for kind, name := range files {
 		raw, err := os.ReadFile(filepath.Join("testdata", name))

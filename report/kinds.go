@@ -13,4 +13,5 @@ var kinds = newRegistry(
 	probeKind.entry(),
 	failoverKind.entry(),
 	fingerprintKind.entry(),
+	suiteKind.entry(),
 )
