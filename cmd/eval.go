@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 )
@@ -40,6 +41,8 @@ type evalOptions struct {
 	Arrivals     rate.Rate
 	For          time.Duration
 	Out          string
+	Expect       string
+	Reply        string
 
 	// Changed holds the names of the flags given on the command line.
 	Changed map[string]bool
@@ -58,9 +61,9 @@ what each call answers: allowed or not, remaining, how long to wait, the key's
 TTL and the latency. Scripts run with EVALSHA and fall back to EVAL on NOSCRIPT,
 so a SCRIPT FLUSH, restart or failover between calls is harmless.
 
-What eval checks: that every reply reads as a limiter decision (reply shape)
-and that no key is left without a TTL; not that the script limits when calls
-arrive at once. When every call was allowed it says so: 'ratelimit race
+What eval checks: that every reply reads as a limiter decision (reply shape),
+that no key is left without a TTL and, with --expect, that every decision is
+the model's; not that the script limits when calls arrive at once. When every call was allowed it says so: 'ratelimit race
 --script FILE' tests limiting under concurrency.
 
 Algorithms and their flags:
@@ -78,9 +81,22 @@ hash, a sorted set of someone else's), is refused before anything is written
 --script FILE takes redis-cli --eval syntax: keys, a lone comma, arguments.
 Arguments may hold {uuid} (a fresh UUID per call), {now_ms} (the client's
 Unix time in ms) and {n} (the call's number), as race --args does.
-Replies shaped like a limiter's ({allowed 0/1, remaining, ...}) get labelled
-columns, and a key the script left without a TTL fails the check (exit 1;
---allow-no-ttl accepts it). Put -- before the keys when an argument starts
+Replies shaped like a limiter's ({allowed 0/1, remaining, retry ms, reset ms},
+of which the first two or three) get labelled columns; --reply FIELDS says
+what each element means otherwise, in order, from allowed, remaining, retry,
+reset and ignore, retry and reset in ms or with :s in seconds, numbers given
+as strings accepted (--reply allowed,remaining,retry:s,reset:s reads
+go-redis/redis_rate). A negative remaining fails the reply shape. A key the
+script left without a TTL fails the check (exit 1; --allow-no-ttl accepts
+it).
+
+--expect MODEL (the syntax of load --expect: token-bucket:burst=10,rate=5/s,
+sliding-window:limit=100,window=1m, fixed-window:..., gcra:rate=5/s,burst=10)
+compares each call's decision with the model's at that call's time
+(somewhere between its send and its answer); the first call it decides
+otherwise fails the run (exit 1): "call 11 allowed; the model refuses it: 10
+admitted in 3.0 ms by token bucket 10 + 5/s". Without it the decisions are
+shown, not judged, and the verdict says so. Put -- before the keys when an argument starts
 with a dash: every word after -- goes to the script, flags included, so give
 eval's own flags (-n, --interval, -o) before it; a word after -- that spells
 one of them gets a warning on stderr. A script error at run time is
@@ -110,6 +126,12 @@ or markdown (GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY").`,
 
   # your own script, as with redis-cli --eval, twice a second
   ratelimit eval --script bucket.lua rl:{user42}:b , 10 5 1 -n 6 --interval 500ms
+
+  # your own token bucket judged call by call against the model it implements
+  ratelimit eval --script bucket.lua rl:{user42}:b , 10 5 1 -n 13 --expect token-bucket:burst=10,rate=5/s
+
+  # go-redis/redis_rate's GCRA reply: retry and reset are strings of seconds
+  ratelimit eval --script gcra.lua rl:{user42}:g , 5 5 1 1 -n 7 --reply allowed,remaining,retry:s,reset:s
 
   # a sliding-window script of your own, a fresh request id and time on each call
   ratelimit eval --script sw.lua rl:{user42}:sw , 60000 100 {uuid} {now_ms} -n 5
@@ -154,6 +176,8 @@ or markdown (GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY").`,
 	fl.Var(&opts.Arrivals, "arrivals", "with --simulate: constant arrival rate, e.g. 20/s")
 	fl.DurationVar(&opts.For, "duration", 0, "with --simulate: virtual duration, e.g. 30s (--for is an alias)")
 	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report'); checked before anything runs")
+	fl.StringVar(&opts.Expect, "expect", "", "compare each call's decision with the model's at that call's time, e.g. token-bucket:burst=10,rate=5/s (as load --expect)")
+	fl.StringVar(&opts.Reply, "reply", "", "--script: what each reply element means, in order: allowed, remaining, retry, reset, ignore (retry:s, reset:ms; default allowed,remaining,retry,reset)")
 	aliasFlag(fl, "for", "duration")
 	return c
 }
@@ -173,6 +197,9 @@ func (opts *evalOptions) check() (limiter.Algo, error) {
 		if err := conflict("calls against a key (it needs --simulate)", "arrivals", "duration"); err != nil {
 			return "", err
 		}
+	}
+	if opts.Script == "" && set["reply"] {
+		return "", exitcode.Usagef("--reply goes with --script: the embedded scripts' replies are known")
 	}
 	if opts.Script != "" {
 		if err := conflict("--script (the script's arguments follow the comma)", "algo", "capacity", "rate", "cost", "limit", "window", "burst", "identity", "hash-identity", "simulate", "force"); err != nil {
@@ -197,7 +224,7 @@ func (opts *evalOptions) check() (limiter.Algo, error) {
 		return "", exitcode.Usagef("--cost %d must be at least 1", opts.Cost)
 	}
 	if opts.Simulate {
-		if err := conflict("--simulate (it uses a temporary key and virtual time)", "count", "interval", "identity", "hash-identity", "function", "force"); err != nil {
+		if err := conflict("--simulate (it uses a temporary key and virtual time)", "count", "interval", "identity", "hash-identity", "function", "force", "expect"); err != nil {
 			return "", err
 		}
 		if len(opts.Args) > 0 {
@@ -261,6 +288,16 @@ func runEval(opts *evalOptions) error {
 	eo := eval.Options{
 		Params: opts.params(algo), Identity: opts.Identity, HashIdentity: opts.HashIdentity,
 		Count: opts.Count, Interval: opts.Interval, Function: opts.Function, AllowNoTTL: opts.AllowNoTTL,
+	}
+	if opts.Changed["expect"] {
+		if eo.Expect, err = judge.ParseModel(opts.Expect); err != nil {
+			return err
+		}
+	}
+	if opts.Changed["reply"] {
+		if eo.Reply, err = judge.ParseReply(opts.Reply); err != nil {
+			return err
+		}
 	}
 	if opts.Script != "" {
 		eo.ScriptFile, eo.ScriptWords, eo.ScriptSource = opts.Script, opts.Args, src

@@ -96,8 +96,8 @@ func TestHostileTargets(t *testing.T) {
 		{name: "https to plain HTTP", args: []string{"probe", strings.Replace(u, "http://", "https://", 1) + "/x"}, bound: slack, code: exitcode.Unreachable, want: "server gave HTTP response to HTTPS client"},
 		// answers, never limited: judged (exit 1), the bodies read only
 		// up to probe.MaxBodyBytes
-		{name: "1 GiB bodies", args: []string{"probe", u + "/big-body"}, bound: 30 * time.Second, code: exitcode.Failed, want: "never limited"},
-		{name: "redirect loop", args: []string{"probe", u + "/redirect"}, bound: 10 * time.Second, code: exitcode.Failed, want: "never limited"},
+		{name: "1 GiB bodies", args: []string{"probe", u + "/big-body"}, bound: 30 * time.Second, code: exitcode.Failed, want: "no RateLimit, RateLimit-Policy or X-RateLimit-* headers"},
+		{name: "redirect loop", args: []string{"probe", u + "/redirect"}, bound: 10 * time.Second, code: exitcode.Failed, want: "no RateLimit, RateLimit-Policy or X-RateLimit-* headers"},
 		// time: 4 s per response, --max-time 8s: cut, and said so
 		{name: "4s per response", args: []string{"probe", u + "/delay?ms=4000", "--max-time", "8s", "--timeout", "5s"}, bound: 8*time.Second + 5*time.Second + slack,
 			code: exitcode.Failed, wantOut: "the probe stopped at --max-time (8s)"},

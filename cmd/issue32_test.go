@@ -82,8 +82,9 @@ func TestExpectAutoWithoutPolicy(t *testing.T) {
 	}
 	tf = newTestFactory(t)
 	code = tf.execute(t, "load", "--target", ts.URL+"/x", "--rate", "10/s", "--duration", "1s")
-	if out := tf.Out.String(); code != exitcode.OK || !strings.Contains(out, "probe --fingerprint") {
-		t.Errorf("load without --expect nor a policy = %d, want 0 and a pointer to probe --fingerprint\n%s%s", code, out, tf.ErrOut.String())
+	// nothing refused either: undecided (exit 1), still pointing there
+	if out := tf.Out.String(); code != exitcode.Failed || !strings.Contains(out, "probe --fingerprint") || !strings.Contains(out, "UNDECIDED") {
+		t.Errorf("load without --expect nor a policy = %d, want 1 (undecided) and a pointer to probe --fingerprint\n%s%s", code, out, tf.ErrOut.String())
 	}
 }
 

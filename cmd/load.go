@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,8 @@ import (
 type loadOptions struct {
 	f   *Factory
 	ctx context.Context
+
+	AllowUndecided bool
 
 	Target          string
 	Rate            rate.Rate
@@ -210,6 +213,7 @@ as Basic auth and masked in every output and error.`,
 	fl.DurationVar(&opts.Timeout, "timeout", load.DefaultTimeout, "timeout of each request")
 	fl.StringVar(&opts.HTTPClient, "http-client", load.HTTPClientAuto, "HTTP stack: lean (HTTP/1.1, one keep-alive connection per VU, plain http:// only), std (net/http: TLS, HTTP/2, proxies) or auto (lean for plain http:// without a proxy)")
 	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report')")
+	fl.BoolVar(&opts.AllowUndecided, "allow-undecided", false, "exit 0, not 1, when the run decided nothing (UNDECIDED: nothing refused, most requests unanswered)")
 	fl.StringArrayVar(&opts.Thresholds, "threshold", nil, "check METRIC OP VALUE at the end, e.g. 'p99<50ms', 'dropped==0', 'failed<1%' (repeatable; see above)")
 	fl.StringVar(&opts.Headers429, "headers", load.HeadersFail, "broken rate limit headers (Retry-After on 429s, a cacheable 429, r above q, t beyond the window, limited with a 5xx) fail the run (fail), are reported only (warn), or are not checked (off)")
 	fl.BoolVar(&opts.AbortOnFail, "abort-on-fail", false, "stop the run as soon as a threshold can no longer be met (exit 1)")
@@ -280,12 +284,12 @@ func runLoad(opts *loadOptions) error {
 	if err := em.emit(res); err != nil {
 		return err
 	}
-	return loadOutcome(res)
+	return loadOutcome(res, opts.AllowUndecided)
 }
 
 // loadOutcome maps a finished run to its exit: interrupted (130), unreachable
 // (3), failed thresholds or verdict (1), else nil.
-func loadOutcome(res *tally.Result) error {
+func loadOutcome(res *tally.Result, allowUndecided bool) error {
 	if res.Interrupted {
 		return fmt.Errorf("load stopped after %.1fs: %w", res.ElapsedS, context.Canceled)
 	}
@@ -309,6 +313,9 @@ func loadOutcome(res *tally.Result) error {
 	}
 	if res.Verdict == "fail" {
 		return exitcode.Failf("load: %s", strings.Join(res.VerdictMessages, "; "))
+	}
+	if res.Verdict == doc.VerdictUndecided {
+		return undecidedExit(allowUndecided, "load", strings.Join(res.VerdictMessages, "; "))
 	}
 	return nil
 }

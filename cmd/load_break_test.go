@@ -73,7 +73,7 @@ func TestLoadIdentityHeaderFromH(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	tf := newTestFactory(t)
-	if code := tf.execute(t, "load", "--target", srv.URL, "--rate", "10/s", "--duration", "1s", "-H", "X-API-Key: mine"); code != exitcode.OK {
+	if code := tf.execute(t, "load", "--target", srv.URL, "--rate", "10/s", "--duration", "1s", "-H", "X-API-Key: mine", "--allow-undecided"); code != exitcode.OK {
 		t.Fatalf("load = %d: %s", code, tf.ErrOut.String())
 	}
 	mu.Lock()

@@ -36,7 +36,7 @@ func TestLoadHTTPClientFlag(t *testing.T) {
 	for _, name := range []string{"lean", "std"} {
 		before := ct.hits()
 		tf := newTestFactory(t)
-		if code := tf.execute(t, "load", "--target", ct.URL, "--rate", "10/s", "--duration", "500ms", "--http-client", name); code != 0 {
+		if code := tf.execute(t, "load", "--target", ct.URL, "--rate", "10/s", "--duration", "500ms", "--http-client", name, "--allow-undecided"); code != 0 {
 			t.Fatalf("--http-client %s: exit %d\n%s%s", name, code, tf.Out.String(), tf.ErrOut.String())
 		}
 		if n := ct.hits() - before; n != 5 {

@@ -180,7 +180,7 @@ func TestLoadCommandJSONAndOut(t *testing.T) {
 	tf := newTestFactory(t)
 	out := filepath.Join(t.TempDir(), "run.json")
 	code := tf.execute(t, "load", "-o", "json", "--target", srv.URL, "--rate", "20/s", "--duration", "1s",
-		"--identities", "2", "--expect", "auto", "--out", out)
+		"--identities", "2", "--expect", "auto", "--out", out, "--allow-undecided")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
 	}
@@ -190,8 +190,9 @@ func TestLoadCommandJSONAndOut(t *testing.T) {
 	}
 	// Two fresh identities at 10/s each: the whole 1 s fits in two bursts
 	// of 10, so every request sent (20 unless the machine starved the
-	// generator) is admitted.
-	if doc.Kind != "load" || doc.Version != 2 || doc.Sent == 0 || doc.Sent+doc.Dropped != 20 || doc.Status["200"] != doc.Sent || doc.Verdict != "pass" {
+	// generator) is admitted: nothing refused, so the run is undecided
+	// (--allow-undecided exits 0)
+	if doc.Kind != "load" || doc.Version != 2 || doc.Sent == 0 || doc.Sent+doc.Dropped != 20 || doc.Status["200"] != doc.Sent || doc.Verdict != "undecided" {
 		t.Errorf("document: kind %q sent %d status %v verdict %q", doc.Kind, doc.Sent, doc.Status, doc.Verdict)
 	}
 	if !doc.StartedAt.Equal(testNow) {
@@ -243,12 +244,12 @@ func TestLoadCommandExitCodes(t *testing.T) {
 
 func TestLoadOutcomeUnreachableMidRun(t *testing.T) {
 	res := &tally.Result{Target: "http://127.0.0.1:1", Completed: 5, Errors: map[string]int64{"connection refused": 5}}
-	if err := loadOutcome(res); exitcode.Code(err) != exitcode.Unreachable {
+	if err := loadOutcome(res, false); exitcode.Code(err) != exitcode.Unreachable {
 		t.Errorf("all refused: %v", err)
 	}
 	res.Errors["timeout"] = 1
 	res.Verdict = "fail"
-	if err := loadOutcome(res); exitcode.Code(err) != exitcode.Failed {
+	if err := loadOutcome(res, false); exitcode.Code(err) != exitcode.Failed {
 		t.Errorf("refused and timeouts: %v, want exit 1", err)
 	}
 }
@@ -363,7 +364,7 @@ func TestLoadAgainstServeSlidingWindow(t *testing.T) {
 func TestLoadAgainstSlowServe(t *testing.T) {
 	t.Parallel()
 	url, forget := loadServeTarget(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 1000, Rate: rate.Rate{Count: 1000, Per: time.Second}}, 500*time.Millisecond)
-	code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "2s", "--max-vus", "2")
+	code, doc := loadJSON(t, "--target", url, "--rate", "20/s", "--duration", "2s", "--max-vus", "2", "--allow-undecided")
 	forget(doc)
 	if code != 0 {
 		t.Errorf("exit %d; dropped iterations are the generator's limit, not a failure", code)
@@ -481,7 +482,7 @@ func TestLoadRefusesBadFlags(t *testing.T) {
 func TestLoadOutUpFront(t *testing.T) {
 	ct := newCountingTarget(t)
 	dir := t.TempDir()
-	run := []string{"load", "--target", ct.URL, "--rate", "10/s", "--duration", "300ms"}
+	run := []string{"load", "--target", ct.URL, "--rate", "10/s", "--duration", "300ms", "--allow-undecided"}
 	for _, tt := range []struct{ name, out, msg string }{
 		{"missing directory", "/nonexistent/x.json", "--out /nonexistent/x.json cannot be written: no such file or directory"},
 		{"a directory", dir, "is not a regular file"},
@@ -542,7 +543,7 @@ func TestLoadUserinfoRedacted(t *testing.T) {
 	target := strings.Replace(ct.URL, "http://", "http://alice:"+pw+"@", 1) + "/hello"
 	out := filepath.Join(t.TempDir(), "run.json")
 	tf := newTestFactory(t)
-	code := tf.execute(t, "load", "-o", "json", "--target", target, "--rate", "10/s", "--duration", "300ms", "--out", out)
+	code := tf.execute(t, "load", "-o", "json", "--target", target, "--rate", "10/s", "--duration", "300ms", "--out", out, "--allow-undecided")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, tf.ErrOut.String())
 	}
@@ -682,7 +683,7 @@ func TestLoadThresholdsEveryFormat(t *testing.T) {
 	// Negative control: the thresholds that hold pass the same target.
 	tf = newTestFactory(t)
 	if code := tf.execute(t, "load", "--target", srv.URL, "--rate", "10/s", "--duration", "1s",
-		"--threshold", "dropped==0", "--threshold", "p99<10s"); code != 0 {
+		"--threshold", "dropped==0", "--threshold", "p99<10s", "--allow-undecided"); code != 0 {
 		t.Errorf("holding thresholds: exit %d\n%s", code, tf.Out.String())
 	}
 }
@@ -712,19 +713,25 @@ func TestLoadAbortOnFail(t *testing.T) {
 	}
 }
 
-// TestLoadNoLimiterNote: a target with no limiter passes with a note in the
-// summary line, and fails with --expect.
+// TestLoadNoLimiterNote: a target with no limiter is UNDECIDED (exit 1:
+// nothing was refused, so the run has no evidence either way) with a note
+// in the summary line; --allow-undecided exits 0; with --expect it fails.
 func TestLoadNoLimiterNote(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	t.Cleanup(srv.Close)
 	tf := newTestFactory(t)
-	if code := tf.execute(t, "load", "--target", srv.URL, "--rate", "10/s", "--duration", "1s"); code != 0 {
-		t.Fatalf("exit %d", code)
+	if code := tf.execute(t, "load", "--target", srv.URL, "--rate", "10/s", "--duration", "1s"); code != exitcode.Failed {
+		t.Fatalf("exit %d, want 1 (undecided)", code)
 	}
-	want := "PASS: 10 requests sent, 10 allowed, 0 refused, 0 failed, 0 dropped; note: " + tally.NoLimiterNote
-	if !strings.Contains(tf.Out.String(), want) {
-		t.Errorf("summary lacks %q:\n%s", want, tf.Out.String())
+	for _, want := range []string{"UNDECIDED: nothing was refused (10 responses)", "10 requests sent, 10 allowed, 0 refused, 0 failed, 0 dropped; note: " + tally.NoLimiterNote} {
+		if !strings.Contains(tf.Out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, tf.Out.String())
+		}
+	}
+	tf = newTestFactory(t)
+	if code := tf.execute(t, "load", "--target", srv.URL, "--rate", "10/s", "--duration", "1s", "--allow-undecided"); code != 0 {
+		t.Fatalf("--allow-undecided: exit %d, want 0", code)
 	}
 	tf = newTestFactory(t)
 	if code := tf.execute(t, "load", "--target", srv.URL, "--rate", "10/s", "--duration", "1s", "--expect", "token-bucket:burst=100,rate=100/s"); code != 1 {
@@ -761,7 +768,7 @@ func TestLoadBadThreshold(t *testing.T) {
 }
 
 func TestLoadOutcomePlural(t *testing.T) {
-	err := loadOutcome(&tally.Result{Completed: 1, Errors: map[string]int64{"connection refused": 1}, Target: "http://x/"})
+	err := loadOutcome(&tally.Result{Completed: 1, Errors: map[string]int64{"connection refused": 1}, Target: "http://x/"}, false)
 	if err == nil || strings.Contains(err.Error(), "1 requests") || !strings.Contains(err.Error(), "its only request") {
 		t.Errorf("loadOutcome = %v", err)
 	}

@@ -33,6 +33,7 @@ type probeOptions struct {
 	MaxTime        time.Duration
 	LimitedStatus  string
 	Fingerprint    bool
+	AllowUndecided bool
 	Out            string
 }
 
@@ -95,8 +96,16 @@ the request that ruled each out, in about two windows and within the budget
 
 The URL is the argument, else $RATELIMIT_TARGET. Userinfo in it is sent as
 Basic auth by your client only if you put it there; it is masked in every
-output. Exit codes: 0 no check failed, 1 a check failed, 2 bad input, 3 the
-target is unreachable.`,
+output. Exit codes: 0 no check failed, 1 a check failed or the run was
+UNDECIDED, 2 bad input, 3 the target is unreachable.
+
+UNDECIDED: a run that decided nothing (nothing was refused, --budget or
+--max-time cut it before the evidence existed, most requests got no answer)
+says so with the reason, in every format, and exits 1: a CI gate never
+passes on no evidence. --allow-undecided makes it exit 0.
+
+Bursts are sent all at once (every request in flight together), so a slow
+endpoint's latency does not let the refill keep up with them.`,
 		Example: `  # a reference target on a free port; its startup line prints the address
   ratelimit serve --redis embedded --addr 127.0.0.1:0 --capacity 10 --rate 5/s &
   ratelimit probe http://127.0.0.1:PORT/hello
@@ -135,8 +144,18 @@ target is unreachable.`,
 	fl.DurationVar(&opts.MaxTime, "max-time", 0, "stop the whole probe after this long (0: a few policy windows, at least 1m)")
 	fl.StringVar(&opts.LimitedStatus, "limited-status", "", "statuses besides 429 the limiter refuses with (e.g. 503 for nginx's default): limited-status is then a warning")
 	fl.BoolVar(&opts.Fingerprint, "fingerprint", false, "name the limiter's algorithm and parameters from designed arrivals instead of auditing it (a fingerprint document)")
+	fl.BoolVar(&opts.AllowUndecided, "allow-undecided", false, "exit 0, not 1, when the run decided nothing (UNDECIDED: nothing refused, cut by --budget or --max-time, most requests unanswered)")
 	fl.StringVar(&opts.Out, "out", "", "also write the JSON document to FILE (for 'ratelimit report')")
 	return c
+}
+
+// undecidedExit is the exit of a run that decided nothing: 1 (a gate
+// must not pass on no evidence), or 0 with --allow-undecided.
+func undecidedExit(allow bool, what, why string) error {
+	if allow {
+		return nil
+	}
+	return exitcode.Failf("%s: undecided: %s (--allow-undecided exits 0)", what, strings.TrimPrefix(why, "undecided: "))
 }
 
 func runProbe(opts *probeOptions) error {
@@ -211,6 +230,9 @@ func runProbe(opts *probeOptions) error {
 	if err := em.emit(&res); err != nil {
 		return err
 	}
+	if res.Undecided() {
+		return undecidedExit(opts.AllowUndecided, "probe", doc.Failures(res.CheckList())[0])
+	}
 	if !res.Pass() {
 		var failed []string
 		for _, c := range res.Checks {
@@ -241,6 +263,9 @@ func runFingerprint(opts *probeOptions, po probe.Options, em *emitter) error {
 	}
 	if err := em.emit(&res); err != nil {
 		return err
+	}
+	if res.Verdict == doc.VerdictUndecided {
+		return undecidedExit(opts.AllowUndecided, "probe --fingerprint", doc.Failures(res.Checks)[0])
 	}
 	if !res.Pass() {
 		return exitcode.Failf("probe --fingerprint: %s", strings.Join(doc.Failures(res.Checks), "; "))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -12,11 +13,27 @@ import (
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
-// runLoadProgress draws the load bar for a while on a terminal of the
-// given size and returns what it wrote.
+// drawn is a terminal that says when the first frame of the bar with
+// its counters ("sent ") reached it.
+type drawn struct {
+	redistest.Buffer
+	once  sync.Once
+	first chan struct{}
+}
+
+func (d *drawn) Write(p []byte) (int, error) {
+	n, err := d.Buffer.Write(p)
+	if strings.Contains(d.String(), "sent ") {
+		d.once.Do(func() { close(d.first) })
+	}
+	return n, err
+}
+
+// runLoadProgress draws the load bar on a terminal of the given size
+// until its first frame is drawn, stops it and returns what it wrote.
 func runLoadProgress(t *testing.T, size func() (int, int, error)) string {
 	t.Helper()
-	var w redistest.Buffer
+	w := drawn{first: make(chan struct{})}
 	f := &Factory{IO: IOStreams{ErrOut: &w, ErrTTY: true, ErrSize: size}}
 	live := &load.Live{}
 	live.Sent.Store(12)
@@ -25,7 +42,12 @@ func runLoadProgress(t *testing.T, size func() (int, int, error)) string {
 	live.Dropped.Store(3)
 	live.ActiveVUs.Store(4)
 	stop := loadProgress(f, live, 2*time.Second)
-	time.Sleep(450 * time.Millisecond)
+	select {
+	case <-w.first:
+	case <-time.After(10 * time.Second):
+		stop()
+		t.Fatalf("no frame with the counters drawn in 10 s: %q", w.String())
+	}
 	done := make(chan struct{})
 	go func() { stop(); close(done) }()
 	select {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/eval"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/race"
 )
 
@@ -24,6 +25,10 @@ type raceOptions struct {
 	ScriptFile    string
 	ScriptArgs    string
 	ArgsSet       bool
+	Expect        string
+	ExpectSet     bool
+	Reply         string
+	ReplySet      bool
 	WatchAttempts int
 	Out           string
 }
@@ -52,11 +57,28 @@ Strategies (--strategies, default all):
 trial's key and ARGV from --args, split at spaces, where {limit} becomes the
 limit, {uuid} a fresh UUID for every call (for sliding-window request ids)
 and {now_ms} the client's Unix time in ms; any other {name} is an error. The
-first element of the reply is the decision: 1 allowed, 0 refused. Keep the
-script's state in KEYS[1]: only that key is deleted afterwards. With
---strategies none only your script is raced. The file must be a regular
-file of at most 1 MiB and not empty. 'ratelimit scripts --export DIR'
-writes the embedded scripts; their ARGV are in each file's header.
+first element of the reply is the decision: 1 allowed, 0 refused; --reply
+FIELDS says what each element means otherwise (allowed, remaining, retry,
+reset, ignore; retry:s and reset:s for seconds; numbers may be strings), e.g.
+--reply allowed,remaining,retry:s,reset:s for go-redis/redis_rate, whose
+allowed is the count admitted. Keep the script's state in KEYS[1]: only that
+key is deleted afterwards. With --strategies none only your script is raced.
+The file must be a regular file of at most 1 MiB and not empty. 'ratelimit
+scripts --export DIR' writes the embedded scripts; their ARGV are in each
+file's header.
+
+A script that refills during a trial (a token bucket reading the server's
+TIME, a sliding window with a short window) rightly admits more than --limit
+when a trial takes long: 1,000 goroutines on a busy machine can take 600 ms,
+in which a bucket of 10 at 5/s refills 3. Judge such a script by the model
+it implements with --expect MODEL (the syntax of load --expect, e.g.
+token-bucket:burst=10,rate=5/s, sliding-window:limit=10,window=1s,
+gcra:rate=5/s,burst=10): each trial's admissions must lie between the
+model's with every call decided at its send and the most it admits with
+every call decided somewhere between its send and its answer. Over- and
+under-admission both fail. A trial that refills little leaves little room:
+the model of a bucket that refills less than a token per trial admits
+exactly its capacity.
 
 Each strategy and trial uses its own key race:{<run id>}:<strategy>:<trial>
 (one hash tag per run, so on a cluster all keys live in one slot); every key
@@ -69,7 +91,9 @@ Exit 1 when a strategy that must be atomic (watch, incr, script, --script)
 admitted more than the limit in any trial (over-admission), or when one that
 must be exact (incr, script, --script) admitted fewer than the limit (or
 --concurrency, if lower) on its fresh key (under-admission: a script that
-refuses everything, or reads the wrong ARGV, fails here). watch may admit
+refuses everything, or reads the wrong ARGV, fails here); with --expect,
+when --script admitted outside the model's bounds in any trial (the failure
+names both and the trial's duration). watch may admit
 fewer under contention, as a request gives up after --watch-attempts
 conflicts: that is a note, not a failure. When naive did not over-admit, a
 note says the race was not reproduced at this concurrency (not a failure).
@@ -88,14 +112,15 @@ built-in Lua script send; on a cluster add ` + strings.Join(race.ClusterACL, " "
 
 JSON (-o json, or --out FILE for 'ratelimit report'; docs/json.md): kind
 "race", version 2, the envelope (tool, started_at, server, command),
-run_id, key_pattern, node (cluster), concurrency, limit, trials,
+run_id, key_pattern, node (cluster), concurrency, limit, expect, trials,
 watch_attempts, race_reproduced, checks (one per strategy: id, pass,
 message), verdict ("pass" or "fail"), notes, and strategies: name, label,
 atomic_expected, script_file, and per trial allowed, over_limit,
 final_value (the counter, or tokens taken; null for --script),
 lost_updates, retries, give_ups, errors, trial_p50_ms, trial_p99_ms,
-wall_ms; across trials p50_ms, p99_ms, allowed_min, allowed_median,
-allowed_max, error_sample. --out is checked before the run (a path that
+wall_ms, expected (with --expect: model, description, observed, of, low,
+high, unknown, span_ms, pass); across trials p50_ms, p99_ms, allowed_min,
+allowed_median, allowed_max, error_sample. --out is checked before the run (a path that
 cannot be written is exit 2 at once).
 
 Other outputs: -o markdown (GitHub-flavoured tables, e.g. >> "$GITHUB_STEP_SUMMARY")
@@ -117,6 +142,14 @@ a <failure>).`,
   # written by 'ratelimit scripts --export .'
   ratelimit race --script sliding_window.lua --args "60000 {limit} {uuid}"
 
+  # the embedded token bucket as if it were yours (ARGV: capacity, tokens per
+  # second): it refills during a slow trial, so judge it by its model
+  ratelimit race --strategies none --script token_bucket.lua --args "{limit} 5" --expect token-bucket:burst=10,rate=5/s
+
+  # --reply names each reply element (go-redis/redis_rate's GCRA answers
+  # strings of seconds: --reply allowed,remaining,retry:s,reset:s)
+  ratelimit race --strategies none --script gcra.lua --args "5 {limit}" --reply allowed,remaining,retry,reset --expect gcra:rate=5/s,burst=10
+
   # only the fixed-window script (ARGV: window ms, limit), against naive
   ratelimit race --strategies naive --script fixed_window.lua --args "60000 {limit}"`,
 		Args: cobra.NoArgs,
@@ -129,6 +162,7 @@ a <failure>).`,
 				}
 			}
 			opts.ArgsSet = c.Flags().Changed("args")
+			opts.ExpectSet, opts.ReplySet = c.Flags().Changed("expect"), c.Flags().Changed("reply")
 			if run != nil {
 				return run(opts)
 			}
@@ -142,6 +176,8 @@ a <failure>).`,
 	fl.StringSliceVar(&strategies, "strategies", race.Names(), "strategies to race: naive, multi, watch, incr, script (none: only --script)")
 	fl.StringVar(&opts.ScriptFile, "script", "", "your own limiter Lua script to race as well (KEYS[1] = the key, reply {allowed, ...})")
 	fl.StringVar(&opts.ScriptArgs, "args", "", "ARGV for --script, split at spaces; placeholders {limit}, {uuid}, {now_ms}")
+	fl.StringVar(&opts.Expect, "expect", "", "judge --script by the model it implements over each trial as it ran, e.g. token-bucket:burst=10,rate=5/s (as load --expect)")
+	fl.StringVar(&opts.Reply, "reply", "", "what each element of --script's reply means, in order: allowed, remaining, retry, reset, ignore (retry:s, reset:ms; default: the first element is allowed)")
 	fl.IntVar(&opts.WatchAttempts, "watch-attempts", race.DefaultWatchAttempts, "attempts of one watch request before it gives up")
 	fl.StringVar(&opts.Out, "out", "", "also save the JSON document to FILE (for 'ratelimit report')")
 	return c
@@ -172,8 +208,25 @@ func runRace(opts *raceOptions) error {
 			return err
 		}
 		ro.User = &race.UserScript{Path: opts.ScriptFile, Source: src, Args: args}
-	} else if opts.ArgsSet {
-		return exitcode.Usagef("--args needs --script FILE")
+		if opts.ExpectSet {
+			if ro.User.Expect, err = judge.ParseModel(opts.Expect); err != nil {
+				return err
+			}
+		}
+		if opts.ReplySet {
+			if ro.User.Reply, err = judge.ParseReply(opts.Reply); err != nil {
+				return err
+			}
+		}
+	} else {
+		for _, fl := range []struct {
+			set  bool
+			name string
+		}{{opts.ArgsSet, "args"}, {opts.ExpectSet, "expect"}, {opts.ReplySet, "reply"}} {
+			if fl.set {
+				return exitcode.Usagef("--%s needs --script FILE (the built-in strategies are judged against --limit)", fl.name)
+			}
+		}
 	}
 	if err := ro.Validate(); err != nil {
 		return err

@@ -362,9 +362,13 @@ func TestRaceHelpExamples(t *testing.T) {
 				if err := json.Unmarshal(tf.Out.Bytes(), &res); err != nil {
 					t.Fatalf("decode: %v", err)
 				}
+				if !res.Pass() {
+					t.Errorf("example failed: %v", res.Failures())
+				}
 				for _, s := range res.Strategies {
 					for i, a := range s.Allowed {
-						if race.ExactExpected(s.Name) && int64(a) != min(limit, int64(res.Concurrency)) {
+						// a script judged by its model (--expect) may refill during a trial
+						if race.ExactExpected(s.Name) && len(s.Expected) == 0 && int64(a) != min(limit, int64(res.Concurrency)) {
 							t.Errorf("%s admitted %d in trial %d, want exactly %d", s.Label, a, i+1, limit)
 						}
 					}

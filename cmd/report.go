@@ -24,6 +24,8 @@ import (
 )
 
 type reportOptions struct {
+	AllowUndecided bool
+
 	f *Factory
 
 	Files []string // saved documents; "-" is stdin
@@ -181,6 +183,7 @@ than that is refused (exit 2) naming its line.`,
 	fl.StringVar(&opts.Expect, "expect", "", "with --from: judge the admitted count, as load --expect (auto needs recorded RateLimit-Policy headers)")
 	fl.StringVar(&opts.IdentityTag, "identity-tag", "", "with --from: the k6 tag, or the vegeta response header, that names each request's identity (one limiter per identity)")
 	fl.StringVar(&opts.Out, "out", "", "with --from: also write the load document to FILE (for 'ratelimit report')")
+	fl.BoolVar(&opts.AllowUndecided, "allow-undecided", false, "with --from: exit 0, not 1, when the recording decided nothing (UNDECIDED)")
 	fl.StringVar(&opts.ExpectStatus, "expect-status", "200,429", "with --from: statuses that are not failures, as load")
 	fl.StringVar(&opts.LimitedStatus, "limited-status", "", "with --from: statuses besides 429 that are the limiter's refusals, as load")
 	fl.StringVar(&opts.MaxFailed, "max-failed", "1%", "with --from: threshold on failed requests, as load")
@@ -435,7 +438,7 @@ func runReportFrom(opts *reportOptions, format string) error {
 		if err := em.emit(res); err != nil {
 			return err
 		}
-		return reportOutcome(res)
+		return reportOutcome(res, opts.AllowUndecided)
 	}
 	res.DocHeader().Stamp(doc.ToolOf(version.Get()), em.started, f.commandLine())
 	if em.out != nil {
@@ -454,17 +457,20 @@ func runReportFrom(opts *reportOptions, format string) error {
 	} else if opts.HTML != "-" {
 		fmt.Fprintf(f.IO.ErrOut, "report: wrote %s: %s\n", opts.HTML, headline([]report.Document{d}))
 	}
-	return reportOutcome(res)
+	return reportOutcome(res, opts.AllowUndecided)
 }
 
 // reportOutcome is the exit of a judged recording: 1 when the verdict
 // failed, as load's.
-func reportOutcome(res *tally.Result) error {
+func reportOutcome(res *tally.Result, allowUndecided bool) error {
 	if err := noPolicyToRead(res); err != nil {
 		return err
 	}
 	if res.Verdict == "fail" {
 		return exitcode.Failf("report: %s", strings.Join(res.VerdictMessages, "; "))
+	}
+	if res.Verdict == doc.VerdictUndecided {
+		return undecidedExit(allowUndecided, "report", strings.Join(res.VerdictMessages, "; "))
 	}
 	return nil
 }

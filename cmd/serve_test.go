@@ -159,16 +159,20 @@ func TestServeRuns(t *testing.T) {
 	tf.IO.ErrOut = errOut
 	prefix := "test-" + uuid.NewString()
 	apiKey := "cmd-" + uuid.NewString()
-	redistest.Cleanup(t, tg.Client,
-		serve.APIKey(apiKey).Key(prefix, limiter.TokenBucket),
-		serve.IP(netip.MustParseAddr("127.0.0.1")).Key(prefix, limiter.TokenBucket))
+	ipKey := serve.IP(netip.MustParseAddr("127.0.0.1")).Key(prefix, limiter.TokenBucket)
+	redistest.Cleanup(t, tg.Client, serve.APIKey(apiKey).Key(prefix, limiter.TokenBucket), ipKey)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	codec := make(chan int, 1)
 	go func() {
 		codec <- run(ctx, tf.Factory, []string{"serve", "--redis", sb.URL, "--addr", "127.0.0.1:0",
-			"--capacity", "2", "--rate", "1/m", "--key-prefix", prefix, "--delay", "400ms"})
+			"--capacity", "2", "--rate", "1/m", "--key-prefix", prefix, "--delay", "400ms",
+			// the start-up line and a graceful stop are judged here, not
+			// the deadline (serve/fail_test.go judges it): under the
+			// default 50 ms a loaded machine fails a decision open and the
+			// counts below are off by one
+			"--limiter-timeout", "10s"})
 	}()
 	var url string
 	for deadline := time.Now().Add(10 * time.Second); url == ""; time.Sleep(10 * time.Millisecond) {
@@ -217,7 +221,20 @@ func TestServeRuns(t *testing.T) {
 		}
 		inflight <- resp.StatusCode
 	}()
-	time.Sleep(150 * time.Millisecond)
+	// it is in flight once the limiter decided it (its key exists): the
+	// handler holds it for --delay 400ms from then
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n, err := tg.Client.Exists(context.Background(), ipKey).Result()
+		if err != nil {
+			t.Fatalf("EXISTS %s: %v", ipKey, err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the request sent before the shutdown never reached the limiter")
+		}
+	}
 	cancel()
 	if got := <-inflight; got != 200 {
 		t.Errorf("request in flight at shutdown = %d, want 200", got)
@@ -267,7 +284,12 @@ func TestServeACL(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				codec := make(chan int, 1)
-				go func() { codec <- run(ctx, tf.Factory, append([]string{"--redis", url}, args...)) }()
+				// what the ACL lets serve decide is judged, not how fast:
+				// each decision waits for Redis (under the default 50 ms
+				// deadline a loaded machine fails one open: 11 admitted)
+				go func() {
+					codec <- run(ctx, tf.Factory, slices.Concat([]string{"--redis", url}, args, []string{"--limiter-timeout", "0"}))
+				}()
 				base := waitServeURL(t, errOut, codec)
 				var got []int
 				for range 12 {
@@ -287,6 +309,9 @@ func TestServeACL(t *testing.T) {
 				cancel()
 				if code := <-codec; code != exitcode.OK {
 					t.Errorf("serve exit after cancel = %d, want 0; stderr:\n%s", code, errOut.String())
+				}
+				if !strings.Contains(errOut.String(), "serve: stopped; allowed 10, limited 2, fail open 0, fail closed 0") {
+					t.Errorf("no closing line with every request decided:\n%s", errOut.String())
 				}
 			})
 			t.Run("no eval, no evalsha", func(t *testing.T) {

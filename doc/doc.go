@@ -160,3 +160,44 @@ func Verdict(checks []Check) string {
 	}
 	return "fail"
 }
+
+// The verdicts of a run: pass (no check failed), fail (a check failed),
+// and undecided (no check failed, but the run saw too little to decide:
+// nothing refused, cut by its budget or time before the evidence existed,
+// most requests unanswered). An undecided run exits 1 unless the user
+// allows it (--allow-undecided): a CI gate never passes on no evidence.
+const (
+	VerdictPass      = "pass"
+	VerdictFail      = "fail"
+	VerdictUndecided = "undecided"
+)
+
+// CheckDecided is the id of the check an undecided run fails, so every
+// format (text, Markdown, JUnit, annotations) shows the reason as one
+// failing row.
+const CheckDecided = "decided"
+
+// Undecided is the check an undecided run carries: why it decided
+// nothing.
+func Undecided(why string) Check {
+	return Check{ID: CheckDecided, Pass: false, Message: "undecided: " + why}
+}
+
+// VerdictOf is the verdict of checks: fail when a counted check other
+// than decided failed, undecided when only decided did, else pass.
+func VerdictOf(checks []Check) string {
+	undecided := false
+	for _, c := range checks {
+		if !c.Counts() || c.Pass {
+			continue
+		}
+		if c.ID != CheckDecided {
+			return VerdictFail
+		}
+		undecided = true
+	}
+	if undecided {
+		return VerdictUndecided
+	}
+	return VerdictPass
+}

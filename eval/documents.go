@@ -34,6 +34,7 @@ const (
 	CheckReplyShape = evaldoc.CheckReplyShape
 	CheckTTL        = evaldoc.CheckTTL
 	CheckModel      = evaldoc.CheckModel
+	CheckExpect     = evaldoc.CheckExpect
 )
 
 // NewCatalog lists scripts, with their source when withSource is set.

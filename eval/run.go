@@ -22,6 +22,7 @@ import (
 
 	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 	"github.com/ratelimit-dev/ratelimit/userfile"
 	"github.com/ratelimit-dev/ratelimit/words"
@@ -51,6 +52,14 @@ type Options struct {
 	// Function loads the script as a Redis Functions library and calls it
 	// with FCALL instead of EVALSHA.
 	Function bool
+
+	// Reply says what each element of a user script's reply means
+	// (--reply); the zero value is the default reading.
+	Reply judge.Reply
+	// Expect is the model the script implements (--expect): each call's
+	// decision is compared with the model's at that call's time
+	// (judge.Sequential); nil for none.
+	Expect *judge.Expectation
 
 	// Server is copied into the result.
 	Server redisconn.Server
@@ -192,6 +201,7 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 		res.Script.Via, res.Script.Function = "fcall", fc.name
 	}
 	res.ReplyShape = "limiter"
+	var clock callClock
 	for i := 1; i <= opts.Count; i++ {
 		if i > 1 {
 			if err := opts.Sleep(ctx, opts.Interval); err != nil {
@@ -206,9 +216,9 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 		if i == 1 {
 			res.Script.Args = argStrings(args)
 		}
-		start := time.Now()
+		start := clock.send()
 		reply, err := call.call(ctx, []string{key}, args)
-		lat := time.Since(start)
+		lat := clock.done(start)
 		if err != nil {
 			return res, redislimit.CallError(ctx, c, l, key, err)
 		}
@@ -226,8 +236,51 @@ func runLimiter(ctx context.Context, c redis.UniversalClient, opts Options) (Res
 		})
 	}
 	res.Summary = summarize(res.Calls)
+	res.Expect = clock.judge(opts.Expect, res)
 	res.SetChecks()
 	return res, nil
+}
+
+// callClock keeps when each call was sent and answered, for --expect: the
+// replay's time base is the first call's send (wall clock).
+type callClock struct {
+	base    time.Time
+	startMs int64
+	spans   [][2]int64 // ns after base
+}
+
+// send notes a call's send and returns it.
+func (k *callClock) send() time.Time {
+	now := time.Now()
+	if k.base.IsZero() {
+		k.base, k.startMs = now, now.UnixMilli()
+	}
+	return now
+}
+
+// done notes the answer of the call sent at start and returns its latency.
+func (k *callClock) done(start time.Time) time.Duration {
+	end := time.Now()
+	k.spans = append(k.spans, [2]int64{int64(start.Sub(k.base)), int64(end.Sub(k.base))})
+	return end.Sub(start)
+}
+
+// judge compares the calls' decisions with x (nil: no --expect) over the
+// spans kept; replies that are not decisions leave nothing to compare,
+// which fails.
+func (k *callClock) judge(x *judge.Expectation, res Result) *judge.Sequence {
+	if x == nil {
+		return nil
+	}
+	if res.ReplyShape != "limiter" || len(k.spans) != len(res.Calls) {
+		return &judge.Sequence{Model: x.Spec, Description: x.Describe(), Calls: int64(len(res.Calls))}
+	}
+	calls := make([]judge.Call, len(res.Calls))
+	for i, c := range res.Calls {
+		calls[i] = judge.Call{SendNs: k.spans[i][0], DoneNs: k.spans[i][1], Allowed: *c.Allowed}
+	}
+	s := judge.Sequential(*x, k.startMs, calls)
+	return &s
 }
 
 func newResult(s redisconn.Server) Result {

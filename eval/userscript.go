@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
 
@@ -62,20 +63,22 @@ func runUserScript(ctx context.Context, c redis.UniversalClient, opts Options) (
 	if newID == nil {
 		newID = uuid.NewString
 	}
+	res.Reply = opts.Reply.String()
 	var other []int // calls whose reply is not limiter-shaped
+	var clock callClock
 	for i := 1; i <= opts.Count; i++ {
 		if i > 1 {
 			if err := opts.Sleep(ctx, opts.Interval); err != nil {
 				return res, err
 			}
 		}
+		start := clock.send() // before {now_ms} is read
 		argv := expandArgs(args, i, newID, opts.Now)
 		if i == 1 {
 			res.Script.Args = argStrings(argv)
 		}
-		start := time.Now()
 		reply, err := call.call(ctx, keys, argv)
-		lat := time.Since(start)
+		lat := clock.done(start)
 		if err != nil {
 			if timedOut(ctx, err) {
 				return res, scriptTimeout(ctx, c, opts, keys, i, err)
@@ -89,7 +92,7 @@ func runUserScript(ctx context.Context, c redis.UniversalClient, opts Options) (
 			}
 		}
 		call := Call{N: i, TTLMs: ttl, LatencyMs: Millis(lat), Reply: jsonReply(reply)}
-		if !decodeShaped(reply, &call) {
+		if !decodeShaped(reply, &call, opts.Reply) {
 			other = append(other, i)
 		}
 		res.Calls = append(res.Calls, call)
@@ -106,6 +109,7 @@ func runUserScript(ctx context.Context, c redis.UniversalClient, opts Options) (
 		}
 	}
 	res.Summary = summarize(res.Calls)
+	res.Expect = clock.judge(opts.Expect, res)
 	if res.NoTTL, err = check.finish(ctx); err != nil {
 		return res, err
 	}
@@ -297,30 +301,27 @@ func killScript(ctx context.Context, c redis.UniversalClient, keys []string, fun
 	return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return kill(ctx, n) })
 }
 
-// decodeShaped fills the decision fields of c when reply looks like a
-// limiter reply: {allowed 0|1, remaining, ...}; with four or more integers
-// the third and fourth are taken for retry and reset ms.
-func decodeShaped(reply any, c *Call) bool {
-	arr, ok := reply.([]any)
-	if !ok || len(arr) < 2 {
-		return false
-	}
-	ints := make([]int64, 0, len(arr))
-	for _, v := range arr {
-		x, ok := v.(int64)
-		if !ok {
-			break
+// decodeShaped fills the decision fields of c when reply reads as a
+// limiter's decision as r says (judge.Reply.Decide). The default reading
+// asks for {allowed 0/1, remaining, ...} with integers: the third element
+// is retry ms and the fourth reset ms when they are integers too.
+func decodeShaped(reply any, c *Call, r judge.Reply) bool {
+	if len(r.Fields) == 0 {
+		arr, ok := reply.([]any)
+		if !ok || len(arr) < 2 {
+			return false
 		}
-		ints = append(ints, x)
+		for _, v := range arr[:2] {
+			if _, ok := v.(int64); !ok {
+				return false
+			}
+		}
 	}
-	if len(ints) < 2 || (ints[0] != 0 && ints[0] != 1) {
+	d, _, ok := r.Decide(reply)
+	if !ok {
 		return false
 	}
-	allowed, remaining := ints[0] == 1, ints[1]
-	c.Allowed, c.Remaining = &allowed, &remaining
-	if len(ints) >= 4 {
-		retry, reset := ints[2], ints[3]
-		c.RetryMs, c.ResetMs = &retry, &reset
-	}
+	allowed := d.Allowed
+	c.Allowed, c.Remaining, c.RetryMs, c.ResetMs = &allowed, d.Remaining, d.RetryMs, d.ResetMs
 	return true
 }

@@ -110,6 +110,8 @@ func (c *Inspector) Inspect(status int, h http.Header, now time.Time, refused bo
 				in.LimitErr = invalidf("RateLimit-Remaining (draft-06 syntax) is missing or not a non-negative integer")
 			case l.Limit > 0 && l.Remaining > l.Limit:
 				in.LimitErr = invalidf("RateLimit-Remaining %d exceeds RateLimit-Limit %d (draft-06 syntax)", l.Remaining, l.Limit)
+			case l.ResetIsDate:
+				in.LimitErr = invalidf("RateLimit-Reset (draft-06 syntax) is an HTTP-date; the draft says delta seconds")
 			case l.ResetIsEpoch:
 				in.LimitErr = invalidf("RateLimit-Reset %d (draft-06 syntax) is a Unix time; the draft says delta seconds", l.Reset)
 			}

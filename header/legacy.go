@@ -26,8 +26,12 @@ type Legacy struct {
 	// means (31 years).
 	ResetIsEpoch bool
 	// ResetExact is the reset as sent, fraction included (slowapi sends
-	// 1796326311.1529); -1 when absent.
+	// 1796326311.1529); -1 when absent. An HTTP-date is its Unix time.
 	ResetExact float64
+	// ResetIsDate is true when the reset was an HTTP-date (`Fri, 04 Dec
+	// 2026 19:24:59 GMT`, or with UTC): read as the Unix time it names
+	// (ResetIsEpoch is true too).
+	ResetIsDate bool
 	// Draft is Draft06 for the RateLimit-* family, "" for X-RateLimit-*.
 	Draft string
 }
@@ -63,13 +67,17 @@ func ParseLegacy(h http.Header) (l Legacy, ok bool) {
 		lim, okL := legacyInt(h, f[1])
 		rem, okR := legacyInt(h, f[2])
 		rst, okT := legacyNumber(h, f[3])
+		date := false
+		if at, isDate := legacyDate(h, f[3]); isDate {
+			rst, date = float64(at.Unix()), true
+		}
 		if !okL && !okR && !okT {
 			continue
 		}
-		l := Legacy{Prefix: prefix, Limit: lim, Remaining: rem, Reset: -1, ResetExact: rst}
+		l := Legacy{Prefix: prefix, Limit: lim, Remaining: rem, Reset: -1, ResetExact: rst, ResetIsDate: date}
 		if rst >= 0 {
 			l.Reset = int64(math.Floor(rst))
-			l.ResetIsEpoch = rst > 1_000_000_000
+			l.ResetIsEpoch = rst > 1_000_000_000 || date
 		}
 		if prefix == "RateLimit-" {
 			l.Draft = Draft06
@@ -112,6 +120,28 @@ func legacyInt(h http.Header, key string) (int64, bool) {
 		return -1, true
 	}
 	return n, true
+}
+
+// legacyDate reads the field as an HTTP-date (RFC 9110's IMF-fixdate,
+// or its obsolete forms), its zone GMT or, as some limiters write it,
+// UTC: ok is false for anything else, or a date before 1970 or after 9999.
+func legacyDate(h http.Header, key string) (time.Time, bool) {
+	vs := h[key]
+	if len(vs) == 0 {
+		return time.Time{}, false
+	}
+	v := strings.TrimSpace(vs[0])
+	if len(v) < 24 || v[0] < 'A' || v[0] > 'Z' {
+		return time.Time{}, false
+	}
+	if u, ok := strings.CutSuffix(v, " UTC"); ok {
+		v = u + " GMT"
+	}
+	t, err := http.ParseTime(v)
+	if err != nil || t.Year() < 1970 || t.Year() > 9999 {
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 // legacyNumber reports the field's leading number, a decimal allowed

@@ -1,6 +1,7 @@
 package header
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -222,6 +223,14 @@ func TestParseLegacy(t *testing.T) {
 		{"negative reset", http.Header{"X-Ratelimit-Reset": {"-3"}}, true,
 			Legacy{Prefix: "X-RateLimit-", Limit: -1, Remaining: -1, Reset: -1, ResetExact: -1}},
 		{"none", http.Header{"Ratelimit": {`"d";r=1`}}, false, Legacy{Limit: -1, Remaining: -1, Reset: -1, ResetExact: -1}},
+		{"HTTP-date", http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"Fri, 04 Dec 2026 19:24:59 GMT"}}, true,
+			Legacy{Prefix: "X-RateLimit-", Limit: -1, Remaining: 0, Reset: 1796412299, ResetIsEpoch: true, ResetExact: 1796412299, ResetIsDate: true}},
+		{"HTTP-date in UTC", http.Header{"Ratelimit-Reset": {"Fri, 04 Dec 2026 19:24:59 UTC"}}, true,
+			Legacy{Prefix: "RateLimit-", Limit: -1, Remaining: -1, Reset: 1796412299, ResetIsEpoch: true, ResetExact: 1796412299, ResetIsDate: true, Draft: Draft06}},
+		{"RFC 850 date", http.Header{"X-Ratelimit-Reset": {"Friday, 04-Dec-26 19:24:59 GMT"}}, true,
+			Legacy{Prefix: "X-RateLimit-", Limit: -1, Remaining: -1, Reset: 1796412299, ResetIsEpoch: true, ResetExact: 1796412299, ResetIsDate: true}},
+		{"not a date", http.Header{"X-Ratelimit-Reset": {"Fri, 04 Dec 2026 19:24:59 CET"}}, true,
+			Legacy{Prefix: "X-RateLimit-", Limit: -1, Remaining: -1, Reset: -1, ResetExact: -1}},
 	}
 	for _, tt := range tests {
 		got, ok := ParseLegacy(tt.header)
@@ -238,6 +247,11 @@ func TestParseLegacy(t *testing.T) {
 	l, _ = ParseLegacy(http.Header{"X-Ratelimit-Reset": {"1796326312"}})
 	if d, r, ok := l.Until(now); !ok || d != 2*time.Second || r != 2*time.Second {
 		t.Errorf("Until(epoch) = %v, %v, %v", d, r, ok)
+	}
+	// an HTTP-date is whole seconds, read against the clock: 2 s rounding
+	l, _ = ParseLegacy(http.Header{"X-Ratelimit-Reset": {"Thu, 03 Dec 2026 19:31:53 GMT"}})
+	if d, r, ok := l.Until(now); !ok || d != 3*time.Second || r != 2*time.Second {
+		t.Errorf("Until(HTTP-date) = %v, %v, %v", d, r, ok)
 	}
 	l, _ = ParseLegacy(http.Header{"Ratelimit-Reset": {"7"}})
 	if d, r, ok := l.Until(now); !ok || d != 7*time.Second || r != time.Second {
@@ -271,5 +285,28 @@ func TestInspect(t *testing.T) {
 	in = Inspect(200, http.Header{"X-Ratelimit-Remaining": {"1"}}, now)
 	if in.HasPolicy || in.HasLimit || in.RetryAfterErr != nil || in.Storable || !in.HasLegacy {
 		t.Errorf("Inspect(200 legacy) = %+v", in)
+	}
+}
+
+// TestLegacyResetDateProperty: any instant from 1970 to 9999, written as
+// an IMF-fixdate in GMT or UTC as X-RateLimit-Reset or RateLimit-Reset,
+// reads back as its Unix second, an epoch, and the seconds until it.
+func TestLegacyResetDateProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 8))
+	for range 2000 {
+		at := time.Unix(r.Int64N(253402300799), 0).UTC()
+		for _, zone := range []string{"GMT", "UTC"} {
+			v := at.Format("Mon, 02 Jan 2006 15:04:05 ") + zone
+			for _, name := range []string{"X-Ratelimit-Reset", "Ratelimit-Reset"} {
+				l, ok := ParseLegacy(http.Header{name: {v}})
+				if !ok || !l.ResetIsDate || !l.ResetIsEpoch || l.Reset != at.Unix() || l.ResetExact != float64(at.Unix()) {
+					t.Fatalf("%s: %s: ParseLegacy = %+v, %v; want the Unix time %d", name, v, l, ok, at.Unix())
+				}
+				now := at.Add(-1500 * time.Millisecond)
+				if d, rounding, ok := l.Until(now); !ok || d != 1500*time.Millisecond || rounding != 2*time.Second {
+					t.Fatalf("%s: Until(1.5 s before) = %v, %v, %v", v, d, rounding, ok)
+				}
+			}
+		}
 	}
 }

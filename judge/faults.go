@@ -62,6 +62,11 @@ const (
 	// a due time in its window exceeds the baseline p99 by this share of
 	// the fault's length.
 	StallShare = 0.8
+	// StallMedianShare: or when the fault window's median wait from a due
+	// time exceeds the baseline's median by this share of the fault's
+	// length (the baseline's median, not its p99: a busy machine's tail
+	// must not hide a stall)
+	StallMedianShare = 0.35
 	// MinStall is the shortest fault that can be called a stall.
 	MinStall = 200 * time.Millisecond
 	// MinJitterMs floors the baseline p99 the windows' Jitter is made of:
@@ -298,6 +303,7 @@ func JudgeFaults(f FaultPlan, ds []Disruption, start time.Time, in FaultInput) *
 	// only from requests answered before the fault began
 	var base *FaultWindow
 	baseLat := []float64{}
+	baseP50 := 0.0
 	if len(rep.Windows) > 0 && rep.Windows[0].Phase == "before" {
 		base = &rep.Windows[0]
 		for _, a := range arr {
@@ -307,6 +313,7 @@ func JudgeFaults(f FaultPlan, ds []Disruption, start time.Time, in FaultInput) *
 		}
 		slices.Sort(baseLat)
 		rep.BaselineP99Ms = round3(stats.Percentile(baseLat, 99))
+		baseP50 = stats.Percentile(baseLat, 50)
 	}
 	for i := range rep.Windows {
 		measure(in, arr, &rep.Windows[i], i)
@@ -328,7 +335,7 @@ func JudgeFaults(f FaultPlan, ds []Disruption, start time.Time, in FaultInput) *
 			}
 		}
 		if r.Behaviour == "" {
-			r.Behaviour = classify(in, during, spans[i].end-spans[i].start, rep.BaselineP99Ms)
+			r.Behaviour = classify(in, during, spans[i].end-spans[i].start, rep.BaselineP99Ms, baseP50)
 		}
 		r.Pass = r.Behaviour != NotInjected && slices.Contains(r.Allowed, r.Behaviour) && r.Error == "" &&
 			(in.Model != nil || f.During == DuringAny)
@@ -472,14 +479,21 @@ func setTolerance(in FaultInput, w *FaultWindow, baseP99Ms, shiftPerMs float64, 
 // (fail-open) first, since it is the failure a limiter exists to prevent;
 // then a wait as long as the fault (stalled); then refusals of what the
 // model admits (fail-closed).
-func classify(in FaultInput, w *FaultWindow, length time.Duration, baseP99Ms float64) string {
+//
+// A stall is read from the fault window's own distribution against the
+// baseline's median, which a busy machine's tail does not inflate: the
+// longest wait exceeds the baseline p99 by most of the fault's length,
+// or the median wait exceeds the baseline median by StallMedianShare of
+// it (requests arriving during a pause wait for what is left of it, half
+// the length on average).
+func classify(in FaultInput, w *FaultWindow, length time.Duration, baseP99Ms, baseP50Ms float64) string {
 	if w == nil || w.Requests == 0 {
 		return Unaffected
 	}
 	if in.Model != nil && w.Extra > w.Tolerance {
 		return FailOpen
 	}
-	if length >= MinStall && w.MaxMs-baseP99Ms >= StallShare*msOf(length) {
+	if length >= MinStall && (w.MaxMs-baseP99Ms >= StallShare*msOf(length) || w.P50Ms-baseP50Ms >= StallMedianShare*msOf(length)) {
 		return Stalled
 	}
 	// a request without a status was not admitted: for fail-closed it is

@@ -268,3 +268,52 @@ func TestJudgeFaultsPlayedThenFailed(t *testing.T) {
 		t.Fatalf("%+v", f)
 	}
 }
+
+// TestStallOnBusyBaseline: a busy baseline (a p99 of about 530 ms, a
+// median of 26 ms) must not hide a stall: a 2 s pause whose window waited
+// a median of about 1 s is stalled (issue 29 item 9: it was called
+// unaffected, the longest wait judged against the inflated p99); the
+// control, a fault window as noisy as the baseline and no more, is
+// unaffected.
+func TestStallOnBusyBaseline(t *testing.T) {
+	build := func(stall bool) []Arrival {
+		real := mustModel(faultParams)
+		const startMs = 1_000_000
+		from, to := 3*time.Second, 5*time.Second
+		var out []Arrival
+		for i := range 1000 {
+			due := time.Duration(i) * 10 * time.Millisecond
+			lat := 26 * time.Millisecond
+			inFault := due >= from && due < to
+			if i%50 == 7 && !(stall && inFault) { // the busy machine's tail: 2% of requests
+				lat = 530 * time.Millisecond
+			}
+			at := due
+			if stall && inFault {
+				// queued until the pause ends, then the usual latency
+				lat = to - due + lat
+				at = to
+			}
+			a := Arrival{DueNs: int64(due), SendNs: int64(due), DoneNs: int64(due + lat)}
+			if real.Allow(startMs+int64(at/time.Millisecond), 1).Allowed {
+				a.Status = 200
+			} else {
+				a.Status = 429
+			}
+			out = append(out, a)
+		}
+		return out
+	}
+	start := time.Unix(1000, 0)
+	ds := []Disruption{{Spec: "pause:2s@3s", Kind: "pause", Server: "redis://127.0.0.1:7001", Timed: true,
+		Start: start.Add(3 * time.Second), End: start.Add(5 * time.Second)}}
+	for _, tt := range []struct {
+		stall bool
+		want  string
+	}{{true, Stalled}, {false, Unaffected}} {
+		rep := JudgeFaults(synthFaults(DuringAny, 0), ds, start, synthInput(build(tt.stall), true))
+		if got := rep.Faults[0].Behaviour; got != tt.want {
+			t.Errorf("stall=%v: behaviour %s, want %s (baseline p99 %.0f ms)", tt.stall, got, tt.want, rep.BaselineP99Ms)
+		}
+	}
+}

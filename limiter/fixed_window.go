@@ -16,8 +16,29 @@ var fixedWindow = Algorithm{
 	Script:    &fixedWindowScript,
 	StateType: "hash",
 	ACL:       "+evalsha +eval +time +pttl +hmget +hlen +hincrby +hset +pexpire +type +del",
-	Options:   []Option{alignOption(AlignFirst), offsetOption, countRefusedOption},
-	validate:  func(p Params) error { return validateWindow(p, MaxFixedLimit) },
+	Options: []Option{
+		{Key: "align", Default: AlignFirst, Values: []string{AlignFirst, AlignClock, AlignCreation},
+			Help: "where windows start: first (the first request after the last window ended), clock (floor(t / window)) or creation (every window from the key's first request, never re-anchored)"},
+		offsetOption, countRefusedOption,
+		{Key: "expiry", Default: ExpiryFixed, Values: []string{ExpiryFixed, ExpiryElastic},
+			Help: "fixed, or elastic: every request, refused ones too, restarts the window (limits' elastic expiry: a client faster than the window stays refused)"},
+		timerOption,
+		{Key: "refuse-at", Default: RefuseOver, Values: []string{RefuseOver, RefuseLimit},
+			Help: "over: the request that would exceed the limit is refused; limit: every request is counted and refused once the count reaches the limit (limit - 1 admitted)"},
+		blockOption,
+	},
+	validate: func(p Params) error {
+		if err := validateWindow(p, MaxFixedLimit); err != nil {
+			return err
+		}
+		if p.Align == AlignClock && (p.Expiry == ExpiryElastic || p.Timer == TimerSeconds || p.RefuseAt == RefuseLimit) {
+			return paramErr("", "fixed-window align=clock takes none of expiry=elastic, timer=seconds, refuse-at=limit")
+		}
+		if p.RefuseAt == RefuseLimit && max(p.Cost, 1) >= p.Limit {
+			return paramErr("limit", "fixed-window refuse-at=limit admits %d per window (one fewer than {limit}): {cost} %d could never pass", p.Limit-1, max(p.Cost, 1))
+		}
+		return validateTimers(p)
+	},
 	args: func(p Params) []any {
 		return []any{p.Window.Milliseconds(), p.Limit, max(p.Cost, 1)}
 	},
@@ -35,6 +56,9 @@ var fixedWindow = Algorithm{
 		return d
 	},
 	model: func(p Params) model.Limiter {
+		if p.Align == AlignCreation || p.Expiry == ExpiryElastic || p.Timer == TimerSeconds || p.RefuseAt == RefuseLimit {
+			return model.NewFixedWindowRules(fixedRules(p))
+		}
 		if p.Align == AlignClock {
 			return model.NewFixedWindowAligned(p.Limit, p.Window.Milliseconds(), p.Offset.Milliseconds(), p.CountRefused)
 		}

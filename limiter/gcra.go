@@ -18,6 +18,7 @@ var gcra = Algorithm{
 	Script:    &gcraScript,
 	StateType: "string",
 	ACL:       "+evalsha +eval +time +pttl +get +set +type +del",
+	Options:   []Option{blockOption},
 	validate: func(p Params) error {
 		perSec := p.Rate.PerSecond()
 		if !(perSec > 0) || perSec > MaxGCRARate {

@@ -19,7 +19,7 @@ var leakyBucket = Algorithm{
 	Aliases: []string{"leaky_bucket", "leaky", "nginx"},
 	Words:   "leaky bucket",
 	Params:  []Param{{Word: "rate", Key: "rate"}, {Word: "burst", Key: "burst"}},
-	Options: []Option{{Key: "delay", Help: "nginx's delay=N: the first N requests of the burst at once, the rest delayed (default nodelay; 0: every excess request delayed)"}},
+	Options: []Option{{Key: "delay", Help: "nginx's delay=N: the first N requests of the burst at once, the rest delayed (default nodelay; 0: every excess request delayed)"}, blockOption},
 	validate: func(p Params) error {
 		if leakMilli(p) <= 0 || p.Rate.PerSecond() > MaxGCRARate {
 			return paramErr("rate", "leaky-bucket needs {rate} of at least 0.001/s and at most %d/s (nginx counts milli-requests), got %s", MaxGCRARate, ShowRate(p.Rate))

@@ -67,8 +67,14 @@ func (l *Limiter) Script() Script {
 // race and serve need).
 func (l *Limiter) HasScript() bool { return l.e.Script != nil && l.e.defaultOptions(l.p) }
 
-// Model returns a fresh pure Go twin of the limiter.
-func (l *Limiter) Model() model.Limiter { return l.e.model(l.p) }
+// Model returns a fresh pure Go twin of the limiter; with block= the
+// algorithm's model inside a block (model.NewBlocking).
+func (l *Limiter) Model() model.Limiter {
+	if l.p.Block > 0 {
+		return model.NewBlocking(func() model.Limiter { return l.e.model(l.p) }, l.p.Block.Milliseconds())
+	}
+	return l.e.model(l.p)
+}
 
 // Policy returns the quota and the time in whole seconds (rounded up) in
 // which it is fully restored: a bucket of 10 at 5/s is q=10, w=2.

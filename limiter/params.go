@@ -62,6 +62,33 @@ type Params struct {
 	// at once, the rest delayed (DelaySet false: nodelay, all at once).
 	Delay    int64
 	DelaySet bool
+
+	// Block is block=D, an option of every model: the refusal that
+	// exceeds the limit starts a block of D during which every request
+	// is refused and none counted; the key starts clean after it.
+	Block time.Duration
+	// Expiry is fixed-window's expiry=: ExpiryFixed (the default) or
+	// ExpiryElastic (every request, refused ones too, restarts the
+	// window).
+	Expiry string
+	// Timer is fixed-window's and slowdown's timer=: TimerMs (the
+	// default) or TimerSeconds (whole-second timers: a window starts at
+	// its first request's whole second s and ends once s + window < now
+	// in whole seconds).
+	Timer string
+	// RefuseAt is fixed-window's refuse-at=: RefuseOver (the default: the
+	// request that would exceed the limit) or RefuseLimit (the count,
+	// this request included, reaching the limit: limit - 1 admitted).
+	RefuseAt string
+	// Refill is token-bucket's refill=: RefillExact (the default) or
+	// RefillWhole (whole tokens from the last admission, the fraction
+	// dropped).
+	Refill string
+	// Step and MaxDelay are slowdown's step= and max=: each request
+	// over the limit is held step longer than the one before, at most
+	// MaxDelay (0: no cap). Step 0 is the default, 1s.
+	Step     time.Duration
+	MaxDelay time.Duration
 }
 
 // The option values.
@@ -71,6 +98,17 @@ const (
 	RoundFloor   = "floor"
 	RoundNearest = "nearest"
 	RoundNone    = "none"
+	// AlignCreation: fixed windows of W from a key's first request, for
+	// ever, never re-anchored by a later request.
+	AlignCreation = "creation"
+	ExpiryFixed   = "fixed"
+	ExpiryElastic = "elastic"
+	TimerMs       = "ms"
+	TimerSeconds  = "seconds"
+	RefuseOver    = "over"
+	RefuseLimit   = "limit"
+	RefillExact   = "exact"
+	RefillWhole   = "whole"
 )
 
 // Validate checks p against its algorithm's rules. Bad parameters are
@@ -82,6 +120,9 @@ func (p Params) Validate() error {
 	}
 	if p.Cost < 0 {
 		return paramErr("cost", "{cost} %d must be at least 1", p.Cost)
+	}
+	if p.Block < 0 || p.Block%time.Millisecond != 0 || p.Block.Milliseconds() > MaxWindowMs {
+		return paramErr("", "block=%s must be whole milliseconds, at most %s", p.Block, time.Duration(MaxWindowMs)*time.Millisecond)
 	}
 	err := e.validate(p)
 	if pe, ok := AsParamError(err); ok {
@@ -95,7 +136,11 @@ func (p Params) Validate() error {
 // of a limiter in prose, in every command and format.
 func (p Params) Describe() string {
 	if e := Lookup(p.Algo); e != nil {
-		return e.describe(p)
+		s := e.describe(p)
+		if p.Block > 0 {
+			s += ", blocked " + ShortDuration(p.Block) + " after a refusal"
+		}
+		return s
 	}
 	return string(p.Algo)
 }
@@ -160,8 +205,40 @@ func (p Params) option(key string) string {
 			return ""
 		}
 		return strconv.FormatInt(p.Delay, 10)
+	case "block":
+		return durationOption(p.Block)
+	case "expiry":
+		return p.Expiry
+	case "timer":
+		return p.Timer
+	case "refuse-at":
+		return p.RefuseAt
+	case "refill":
+		return p.Refill
+	case "step":
+		return durationOption(p.Step)
+	case "max":
+		return durationOption(p.MaxDelay)
 	}
 	return ""
+}
+
+// durationOption is a duration option's value as a spec shows it ("" for 0).
+func durationOption(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return ShortDuration(d)
+}
+
+// parseDurationOption reads a duration option: whole milliseconds, more
+// than 0 and at most MaxWindowMs.
+func parseDurationOption(key, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Millisecond || d%time.Millisecond != 0 || d.Milliseconds() > MaxWindowMs {
+		return 0, fmt.Errorf("%s=%s: want a duration of whole milliseconds, at least 1ms, such as 250ms or 2s", key, v)
+	}
+	return d, nil
 }
 
 // setOption sets an option from its spec text.
@@ -188,6 +265,27 @@ func (p *Params) setOption(o Option, v string) error {
 			return fmt.Errorf("delay=%s must be a whole number of requests, 0 or more", v)
 		}
 		p.Delay, p.DelaySet = n, true
+	case "block", "step", "max":
+		d, err := parseDurationOption(o.Key, v)
+		if err != nil {
+			return err
+		}
+		switch o.Key {
+		case "block":
+			p.Block = d
+		case "step":
+			p.Step = d
+		default:
+			p.MaxDelay = d
+		}
+	case "expiry":
+		p.Expiry = v
+	case "timer":
+		p.Timer = v
+	case "refuse-at":
+		p.RefuseAt = v
+	case "refill":
+		p.Refill = v
 	default:
 		return fmt.Errorf("unknown option %q", o.Key)
 	}

@@ -82,19 +82,57 @@ type Option struct {
 var ParamWords = []string{"capacity", "rate", "limit", "window", "burst"}
 
 // registry lists the algorithms in a stable order: the scripted ones first.
-var registry = []*Algorithm{&tokenBucket, &slidingWindow, &fixedWindow, &gcra, &slidingWindowCounter, &leakyBucket}
+var registry = []*Algorithm{&tokenBucket, &slidingWindow, &fixedWindow, &gcra, &slidingWindowCounter, &leakyBucket, &slowdownAlgo}
 
 // The options the windowed models share.
 var (
 	countRefusedOption = Option{Key: "count-refused", Default: "false", Values: []string{"true", "false"},
 		Help: "refused requests count too (a counter or log that adds before it checks; haproxy's sc_http_req_rate)"}
 	offsetOption = Option{Key: "offset", Help: "with align=clock, windows start at offset + k x window (httprate v0.16: when its limiter was made)"}
+	// blockOption is every model's: Limiter.Model wraps the model in a
+	// block whatever the algorithm.
+	blockOption = Option{Key: "block",
+		Help: "the refusal that exceeds the limit starts a block of this long: every request refused, none counted, the key clean after (rate-limiter-flexible's blockDuration)"}
 )
 
 // alignOption is the align option with its default for one algorithm.
 func alignOption(def string) Option {
 	return Option{Key: "align", Default: def, Values: []string{AlignFirst, AlignClock},
 		Help: "where windows start: first (a key's first request) or clock (floor(t / window))"}
+}
+
+// timerOption is the timers of a fixed window counter
+// (model.FixedRules) that fixed-window and slowdown share.
+var timerOption = Option{Key: "timer", Default: TimerMs, Values: []string{TimerMs, TimerSeconds},
+	Help: "ms, or seconds: whole-second timers, a window starts at its first request's whole second s and ends once s + window < now in whole seconds (window to window + 1 s)"}
+
+// fixedRules are the model.FixedRules of p's counter options.
+func fixedRules(p Params) model.FixedRules {
+	r := model.FixedRules{Limit: p.Limit, WindowMs: p.Window.Milliseconds(), Elastic: p.Expiry == ExpiryElastic,
+		WholeSeconds: p.Timer == TimerSeconds, RefuseAtLimit: p.RefuseAt == RefuseLimit}
+	if p.Align == AlignCreation {
+		r.Anchor = model.AnchorCreation
+	}
+	return r
+}
+
+// validateTimers checks the counter options of p: whole-second timers
+// need whole seconds and windows from the first request, like an elastic
+// expiry.
+func validateTimers(p Params) error {
+	anchored := p.Align != "" && p.Align != AlignFirst
+	if p.Timer == TimerSeconds {
+		if p.Window%time.Second != 0 {
+			return paramErr("window", "%s timer=seconds needs {window} of whole seconds, got %s", p.Algo, p.Window)
+		}
+		if anchored || p.Expiry == ExpiryElastic {
+			return paramErr("", "%s timer=seconds starts windows at a request's second: it takes neither align=%s nor expiry=elastic", p.Algo, p.Align)
+		}
+	}
+	if p.Expiry == ExpiryElastic && anchored {
+		return paramErr("", "%s expiry=elastic restarts the window at every request: it takes no align=%s", p.Algo, p.Align)
+	}
+	return nil
 }
 
 // Lookup returns the entry of a; nil when a is unknown.
@@ -246,6 +284,18 @@ func optionWords(p Params) string {
 	}
 	if p.CountRefused {
 		w = append(w, "refusals counted")
+	}
+	if p.Align == AlignCreation {
+		w = append(w, "windows ticking from each key's creation")
+	}
+	if p.Expiry == ExpiryElastic {
+		w = append(w, "every request restarts the window")
+	}
+	if p.Timer == TimerSeconds {
+		w = append(w, "whole-second timers")
+	}
+	if p.RefuseAt == RefuseLimit {
+		w = append(w, "refused once the count reaches the limit")
 	}
 	if len(w) == 0 {
 		return ""

@@ -16,7 +16,7 @@ var slidingWindow = Algorithm{
 	StateType: "zset",
 	ACL:       "+evalsha +eval +time +pttl +zrange +zremrangebyscore +zcard +zadd +pexpire +type +del",
 	NeedsID:   true,
-	Options:   []Option{countRefusedOption},
+	Options:   []Option{countRefusedOption, blockOption},
 	validate:  func(p Params) error { return validateWindow(p, MaxWindowLimit) },
 	args: func(p Params) []any {
 		return []any{p.Window.Milliseconds(), p.Limit, "", max(p.Cost, 1)}

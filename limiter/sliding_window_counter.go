@@ -19,7 +19,7 @@ var slidingWindowCounter = Algorithm{
 	Options: []Option{
 		{Key: "round", Default: RoundFloor, Values: []string{RoundFloor, RoundNearest, RoundNone},
 			Help: "how the weighted count is rounded: floor (limits, haproxy), nearest (httprate) or none"},
-		alignOption(AlignClock), offsetOption, countRefusedOption,
+		alignOption(AlignClock), offsetOption, countRefusedOption, blockOption,
 	},
 	validate: func(p Params) error { return validateWindow(p, MaxFixedLimit) },
 	model: func(p Params) model.Limiter {

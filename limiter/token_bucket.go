@@ -18,6 +18,11 @@ var tokenBucket = Algorithm{
 	Script:    &tokenBucketScript,
 	StateType: "hash",
 	ACL:       "+evalsha +eval +time +pttl +hmget +hlen +hset +pexpire +type +del",
+	Options: []Option{
+		{Key: "refill", Default: RefillExact, Values: []string{RefillExact, RefillWhole},
+			Help: "exact (every fraction kept), or whole: whole tokens credited from the last admission, the fraction dropped (one request per 150 ms to a 5/s bucket: one admitted per 300 ms)"},
+		blockOption,
+	},
 	validate: func(p Params) error {
 		perSec := p.Rate.PerSecond()
 		if p.Capacity <= 0 || p.Capacity > MaxCapacity {
@@ -41,11 +46,22 @@ var tokenBucket = Algorithm{
 	},
 	replyLen: 4,
 	decode:   decodeFour,
-	model:    func(p Params) model.Limiter { return model.NewTokenBucket(p.Capacity, p.Rate.PerSecond()) },
+	model: func(p Params) model.Limiter {
+		if p.Refill == RefillWhole {
+			return model.NewTokenBucketWhole(p.Capacity, p.Rate.PerSecond())
+		}
+		return model.NewTokenBucket(p.Capacity, p.Rate.PerSecond())
+	},
 	policy: func(p Params) Policy {
 		return Policy{Quota: p.Capacity, WindowSeconds: secs(float64(p.Capacity) / p.Rate.PerSecond())}
 	},
-	describe:  func(p Params) string { return fmt.Sprintf("token bucket %d + %s", p.Capacity, p.Rate) },
+	describe: func(p Params) string {
+		s := fmt.Sprintf("token bucket %d + %s", p.Capacity, p.Rate)
+		if p.Refill == RefillWhole {
+			s += ", whole tokens from the last admission"
+		}
+		return s
+	},
 	perSecond: func(p Params) float64 { return p.Rate.PerSecond() },
 	quota: func(p Params) (int64, time.Duration) {
 		return p.Capacity, time.Duration(float64(p.Capacity) / p.Rate.PerSecond() * float64(time.Second))

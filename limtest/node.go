@@ -81,6 +81,21 @@ type FlexibleOptions struct {
 	FailOpen bool
 }
 
+// SlowDownOptions configures express + express-slow-down.
+type SlowDownOptions struct {
+	// DelayAfter requests per Window are served at once (delayAfter,
+	// windowMs); each one after is held Step longer than the one before
+	// (delayMs: (used - delayAfter) x Step), at most MaxDelay (maxDelayMs;
+	// 0: no cap, the library's Infinity).
+	DelayAfter int
+	Window     time.Duration
+	Step       time.Duration
+	MaxDelay   time.Duration
+	// KeyHeader keys clients by this request header, falling back to the
+	// client address.
+	KeyHeader string
+}
+
 // nodeConfig is what server.js reads from LIMTEST_CONFIG.
 type nodeConfig struct {
 	Kind                  string  `json:"kind"`
@@ -100,6 +115,8 @@ type nodeConfig struct {
 	RedisClient           string  `json:"redisClient,omitempty"`
 	RedisCommandTimeoutMs int64   `json:"redisCommandTimeoutMs,omitempty"`
 	Prefix                string  `json:"prefix,omitempty"`
+	StepMs                int64   `json:"stepMs,omitempty"`
+	MaxDelayMs            int64   `json:"maxDelayMs,omitempty"`
 }
 
 // Express starts express with express-rate-limit on a loopback port the
@@ -155,6 +172,23 @@ func Flexible(t testing.TB, opts FlexibleOptions) string {
 		RedisClient:           opts.RedisClient,
 		RedisCommandTimeoutMs: opts.RedisCommandTimeout.Milliseconds(),
 		Prefix:                opts.Prefix,
+	})
+}
+
+// SlowDown starts express with express-slow-down on a loopback port the
+// kernel picks and returns its base URL: it never refuses, it delays.
+func SlowDown(t testing.TB, opts SlowDownOptions) string {
+	t.Helper()
+	if opts.DelayAfter <= 0 || opts.Window <= 0 || opts.Step <= 0 {
+		t.Fatalf("limtest.SlowDown: DelayAfter, Window and Step must be positive, got %d, %s and %s", opts.DelayAfter, opts.Window, opts.Step)
+	}
+	return startNode(t, "express-slow-down", nodeConfig{
+		Kind:       "slowdown",
+		WindowMs:   opts.Window.Milliseconds(),
+		Limit:      opts.DelayAfter,
+		StepMs:     opts.Step.Milliseconds(),
+		MaxDelayMs: opts.MaxDelay.Milliseconds(),
+		KeyHeader:  opts.KeyHeader,
 	})
 }
 

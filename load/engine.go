@@ -351,6 +351,10 @@ func (e *engine) do(v *vu, j job) {
 	if status != 0 {
 		v.t.Inspect(status, h, e.startWall.Add(send))
 		zero = v.t.Zero()
+		if left := v.t.Remaining(); left >= 0 && len(sh.answers) < maxAnswers {
+			sh.answers = append(sh.answers, answer{id: k, Answer: judge.Answer{
+				Sent: e.start.Add(send), Done: e.start.Add(done), Remaining: left}})
+		}
 		e.zeros.Observe(v.t, k, int64(send), int64(done), e.st.Rule.Limited(status), zero)
 	}
 	v.add(j, send, done, status, e.errKind(status, err))

@@ -3,6 +3,7 @@ package load
 import (
 	"cmp"
 	"fmt"
+	"github.com/ratelimit-dev/ratelimit/header"
 	"slices"
 	"time"
 
@@ -13,13 +14,10 @@ import (
 	"github.com/ratelimit-dev/ratelimit/words"
 )
 
-// LatenessWarn is the scheduling lateness p99 above which the generator is
-// reported as behind even when nothing was dropped.
-const LatenessWarn = 10 * time.Millisecond
-
-// finish folds the shards into res and judges the run: the thresholds,
-// the admitted count (or, for a segment, what the merge needs to judge
-// it), the faults, and the verdict from the check list.
+// finish folds the shards into res and judges the run: the admitted
+// count (or, for a segment, what the merge needs to judge it) and the
+// faults, handed with the thresholds to tally's Settle, which decides the
+// generator, the thresholds and the verdict from the check list.
 func (e *engine) finish(res *tally.Result, vus []*vu) {
 	o := e.o
 	sum := tally.New(e.st, e.maxLat)
@@ -63,9 +61,14 @@ func (e *engine) finish(res *tally.Result, vus []*vu) {
 		res.AchievedRate = float64(res.Sent) / res.DurationS
 	}
 	res.Notes = append(res.Notes, connectionNotes(retried, res.Errors["eof"])...)
+	if f := e.instances(res.Headers.PolicyValue); f != "" {
+		res.Notes = append(res.Notes, f)
+	}
 
-	e.generator(res)
-	e.thresholds(res)
+	j := tally.Judging{Thresholds: e.checks, DropLate: MaxLateness}
+	if res.Aborted {
+		j.Abort = &tally.Abort{Index: e.abortIdx, Why: e.abortWhy}
+	}
 	switch {
 	case o.Segment.Count > 1:
 		// the verdict on the admitted count is the merge's: it replays
@@ -73,49 +76,19 @@ func (e *engine) finish(res *tally.Result, vus []*vu) {
 		// from several segments)
 		res.Segment = e.segmentInfo(arrivals, sum.Lat, sum.FromDue, late)
 	case o.Expect.Judges() && !res.Interrupted && !res.Aborted:
-		j := judge.Judge(*o.Expect, judge.Input{
+		x := judge.Judge(*o.Expect, judge.Input{
 			Arrivals:   arrivals,
 			Identities: max(o.Identities, 1),
 			StartMs:    e.startWall.UnixMilli(),
 			JitterMs:   res.Latency.P99,
 			Policy:     res.Headers.PolicyValue,
 		})
-		res.Expect = &j
+		j.Expect = &x
 	}
 	if o.Faults != nil {
-		res.Faults = e.judgeFaults(arrivals, res.Headers.PolicyValue, res.Latency.P99)
+		j.Faults = e.judgeFaults(arrivals, res.Headers.PolicyValue, res.Latency.P99)
 	}
-	res.Settle()
-}
-
-// generator decides whether the generator, not the target, fell behind.
-func (e *engine) generator(res *tally.Result) {
-	var why []string
-	if res.DroppedNoVU > 0 {
-		why = append(why, fmt.Sprintf("%d iterations dropped: all %d VUs were busy when they fell due (raise --max-vus; the target's p99 is %.1f ms)",
-			res.DroppedNoVU, res.VUs.Max, res.Latency.P99))
-	}
-	if res.DroppedLate > 0 {
-		why = append(why, fmt.Sprintf("%d iterations dropped: the generator was more than %s late to start them (CPU starved?)",
-			res.DroppedLate, MaxLateness))
-	}
-	if p := res.Lateness.P99; p > float64(LatenessWarn/time.Millisecond) {
-		why = append(why, fmt.Sprintf("scheduling lateness p99 %.1f ms is above %s", p, LatenessWarn))
-	}
-	res.Generator = tally.GenStat{FellBehind: len(why) > 0, Reasons: why}
-}
-
-// thresholds judges --max-failed and every --threshold on the finished
-// run. The one that stopped the run (--abort-on-fail) fails whatever the
-// counts of what ran say, and carries the reason.
-func (e *engine) thresholds(res *tally.Result) {
-	res.JudgeThresholds(e.checks)
-	if res.Aborted && e.abortIdx < len(res.Thresholds) {
-		c := &res.Thresholds[e.abortIdx]
-		res.AbortReason = e.abortWhy
-		c.Aborted, c.Pass = true, false
-		c.Message = fmt.Sprintf("threshold %s: %s; stopped the run (%s)", c.ID, c.Actual, e.abortWhy)
-	}
+	res.Settle(j)
 }
 
 // segmentInfo is what the engine records of a segmented run.
@@ -157,4 +130,41 @@ func connectionNotes(retried, eof int64) []string {
 			words.Commas(eof), words.Plural(eof, "request", "requests")))
 	}
 	return notes
+}
+
+// instances is the per-instance finding ("" when nothing says so): the
+// admissions of the identity that reported most, read by
+// judge.Instances with one unit of quota's refill time from the
+// advertised policy.
+func (e *engine) instances(policy string) string {
+	byID := map[int][]judge.Answer{}
+	best := -1
+	for _, sh := range e.shards {
+		for _, a := range sh.answers {
+			byID[a.id] = append(byID[a.id], a.Answer)
+			if best < 0 || len(byID[a.id]) > len(byID[best]) {
+				best = a.id
+			}
+		}
+		sh.answers = nil
+	}
+	if best < 0 {
+		return ""
+	}
+	var perToken time.Duration
+	if policy != "" {
+		if ps, err := header.ParsePolicies([]string{policy}); err == nil {
+			for _, p := range ps {
+				if p.Quota > 0 && p.Window > 0 {
+					if pt := time.Duration(p.Window) * time.Second / time.Duration(p.Quota); perToken == 0 || pt < perToken {
+						perToken = pt
+					}
+				}
+			}
+		}
+	}
+	if n, ev := judge.Instances(byID[best], perToken); n >= 2 {
+		return judge.InstancesFinding(n, ev)
+	}
+	return ""
 }

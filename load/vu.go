@@ -45,8 +45,21 @@ type shard struct {
 	t        *tally.Tally
 	late     *hdrhistogram.Histogram // µs from the due time to the send
 	arrivals []judge.Arrival         // only when the verdict needs them
-	_        [64]byte                // keep shards' locks off one cache line
+	// answers are the first admissions that reported a remaining quota,
+	// by identity, for the per-instance finding (at most maxAnswers)
+	answers []answer
+	_       [64]byte // keep shards' locks off one cache line
 }
+
+// answer is one admission of identity id and the remaining it reported.
+type answer struct {
+	id int
+	judge.Answer
+}
+
+// maxAnswers bounds the admissions a shard keeps for the per-instance
+// finding: enough to see counters take turns, never the whole run.
+const maxAnswers = 4096
 
 func newShard(e *engine) *shard {
 	return &shard{t: tally.New(e.st, e.maxLat), late: tally.NewHistogram(e.maxLat)}

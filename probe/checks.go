@@ -45,13 +45,67 @@ func (d *data) judge(o Options) []Check {
 
 func skip(id, why string) Check { return Check{Check: doc.Check{ID: id, Message: why}, Status: Skip} }
 
-// refusal is A's first refusal, when A was limited.
+// refusal is A's refusal answered last, when A was limited (its first
+// request admitted, a later one refused).
 func (d *data) refusal() (obs, bool) {
-	if len(d.a) < 2 {
+	if len(d.a) < 2 || !d.a[0].admitted() {
 		return obs{}, false
 	}
-	last := d.a[len(d.a)-1]
-	return last, last.refused()
+	return lastRefusal(d.a)
+}
+
+// burstTolerance is what the refill can add to a burst's admissions
+// while it was in flight (from its first send to its last answer), plus
+// one for rounding, and that span.
+func (d *data) burstTolerance(os []obs) (int64, time.Duration) {
+	if len(os) == 0 {
+		return 1, 0
+	}
+	lo, hi := os[0].Sent, os[0].Done
+	for _, o := range os {
+		if o.Sent.Before(lo) {
+			lo = o.Sent
+		}
+		if o.Done.After(hi) {
+			hi = o.Done
+		}
+	}
+	span := hi.Sub(lo)
+	tol := int64(1)
+	if d.q > 0 && d.w > 0 {
+		tol += int64(math.Ceil(float64(d.q) * span.Seconds() / d.w.Seconds()))
+	}
+	return tol, span
+}
+
+// notRefused says why a run in which nothing was refused decided nothing.
+func (d *data) notRefused() string {
+	n := len(d.a)
+	s := fmt.Sprintf("nothing was refused: %d requests of one identity (in waves, each in flight at once) were all admitted", n)
+	if d.q > 0 {
+		return s + fmt.Sprintf(", no more than the advertised quota (%d) and its refill explain; raise --budget, or check that the limiter keys clients by --identity-header", d.q)
+	}
+	return s + "; the quota is larger than that, or there is no limiter: pass --expect with the policy, or raise --budget"
+}
+
+// undecided says why the run decided nothing ("" when it did): no check
+// failed, and most requests got no answer, or nothing was refused.
+func (d *data) undecided(checks []Check) string {
+	for _, c := range checks {
+		if c.Status == Fail {
+			return ""
+		}
+	}
+	if d.unanswered != "" {
+		return d.unanswered + ": the target answered too few requests to judge its limiter"
+	}
+	if _, ok := d.refusal(); !ok && (len(d.a) == 0 || d.a[0].admitted()) {
+		if d.cut != "" {
+			return d.cut
+		}
+		return d.notRefused()
+	}
+	return ""
 }
 
 func (d *data) admittedA() int {
@@ -86,21 +140,25 @@ func (d *data) limitedStatus() Check {
 		return c
 	}
 	r, ok := d.refusal()
-	if !ok && d.cut != "" {
-		return skip(c.ID, d.cut)
+	if !ok && d.unanswered != "" {
+		return skip(c.ID, d.unanswered)
 	}
 	if !ok {
-		c.Status = Fail
-		c.Message = fmt.Sprintf("never limited: %d requests of one identity were all admitted", len(d.a))
-		if d.q > 0 {
-			c.Message += fmt.Sprintf(" (the advertised quota is %d)", d.q)
+		// all admitted: evidence of no limit only when more than the
+		// advertised quota and the refill during the burst were admitted
+		// at once; otherwise the run decided nothing (undecided)
+		n := d.admittedA()
+		if tol, span := d.burstTolerance(d.a); d.q > 0 && d.cut == "" && int64(n) > d.q+tol {
+			c.Status = Fail
+			c.Message = fmt.Sprintf("never limited: %d requests of one identity, sent at once, were all admitted (the advertised quota is %d; the refill during the %s they took explains %d more)", n, d.q, span.Round(time.Millisecond), tol)
+			c.Evidence = []string{fmt.Sprintf("%d requests of one identity in flight at once, all answered %d", len(d.a), first.Status)}
+			c.Fix = "put a limiter in front of this endpoint, or check that it keys clients by --identity-header"
+			return c
 		}
-		c.Evidence = []string{fmt.Sprintf("%d requests of one identity, all answered %d", len(d.a), first.Status)}
-		if len(d.a) == 1 {
-			c.Evidence = []string{fmt.Sprintf("1 request of one identity, answered %d", first.Status)}
+		if d.cut != "" {
+			return skip(c.ID, d.cut)
 		}
-		c.Fix = "put a limiter in front of this endpoint, or check that it keys clients by --identity-header"
-		return c
+		return skip(c.ID, d.notRefused())
 	}
 	c.Evidence = []string{fmt.Sprintf("%d admitted, then %s", d.admittedA(), evidenceLine(r))}
 	if r.Status == http.StatusTooManyRequests {
@@ -161,11 +219,107 @@ func (d *data) retryAfter() Check {
 const retryAfterSlack = 300 * time.Millisecond
 
 func (d *data) retryAfterHonest() Check {
+	c := d.retryAfterE()
+	if c.Status == Fail {
+		return c
+	}
+	// every other refusal the probe saw and the next move of the same
+	// client after it: told to retry at once, or after a delay that
+	// passed, and refused again with nothing admitted between
+	if bad, ev, n := d.retryAfterEvery(); bad != "" {
+		return Check{Check: doc.Check{ID: CheckRetryAfterHonest, Message: bad}, Status: Fail, Evidence: ev,
+			Fix: "send Retry-After with the whole seconds until the quota returns, rounded up (0 only once it is back)"}
+	} else if n > 0 {
+		if c.Status == Skip {
+			c.Status = Pass
+			c.Message = fmt.Sprintf("every one of %d retries that waited as a refusal's Retry-After said was admitted", n)
+		} else {
+			c.Message += fmt.Sprintf("; and every one of %d other retries that waited as told was admitted", n)
+		}
+	}
+	return c
+}
+
+// retryAfterEvery judges each refusal the probe saw by the same client's
+// next requests: those sent together right after the refusal's answer,
+// when they waited at least its Retry-After (plus the polling slack) and
+// at most a second more, with nothing of that client admitted between.
+// All of them refused is a dishonest Retry-After; bad says the first.
+// n is how many refusals were judged so.
+func (d *data) retryAfterEvery() (bad string, evidence []string, n int) {
+	d.mu.Lock()
+	byID := map[string][]obs{}
+	for _, o := range d.all {
+		if o.Spoof == "" && o.Err == nil {
+			k := o.Identity
+			if d.shared {
+				k = "" // one quota: another identity's admission is between
+			}
+			byID[k] = append(byID[k], o)
+		}
+	}
+	d.mu.Unlock()
+	for _, os := range byID {
+		slices.SortStableFunc(os, func(a, b obs) int { return a.Sent.Compare(b.Sent) })
+		for i, r := range os {
+			if !r.refused() {
+				continue
+			}
+			ra, err := header.CheckRetryAfter(r.Header, r.Done)
+			if err != nil || ra.Delay < 0 {
+				continue
+			}
+			// the next requests sent after the refusal's answer, those
+			// within clusterGap of the first: one client move
+			j := i + 1
+			for j < len(os) && os[j].Sent.Before(r.Done) {
+				j++
+			}
+			if j == len(os) {
+				continue
+			}
+			waited := os[j].Sent.Sub(r.Done)
+			if waited < ra.Delay || waited > ra.Delay+time.Second+retryAfterSlack {
+				continue
+			}
+			if ra.Delay > 0 && waited < ra.Delay+retryAfterSlack {
+				continue
+			}
+			between := false
+			for _, o := range os[i+1 : j] {
+				if o.admitted() && o.Done.After(r.Done) {
+					between = true
+				}
+			}
+			if between {
+				continue
+			}
+			next := []obs{os[j]}
+			for k := j + 1; k < len(os) && os[k].Sent.Sub(os[j].Sent) < clusterGap; k++ {
+				next = append(next, os[k])
+			}
+			n++
+			if count(next) > 0 || bad != "" {
+				continue
+			}
+			if ra.Zero() {
+				bad = fmt.Sprintf("Retry-After: 0 told the client to retry at once, and the retry %s later was refused: clients that do as told hammer the limiter", waited.Round(time.Millisecond))
+			} else {
+				bad = fmt.Sprintf("too short: Retry-After %s, but a retry %s after the refusal was refused again", ra.Delay, waited.Round(time.Millisecond))
+			}
+			evidence = []string{"Retry-After " + r.Header.Get(header.NameRetryAfter) + " on " + evidenceLine(r), fmt.Sprintf("the retry %s later: %s", waited.Round(time.Millisecond), evidenceLine(next[0]))}
+		}
+	}
+	return bad, evidence, n
+}
+
+// retryAfterE judges identity E's refusal, polled until admitted.
+func (d *data) retryAfterE() Check {
 	c := Check{Check: doc.Check{ID: CheckRetryAfterHonest}}
-	if len(d.e) == 0 || !d.e[len(d.e)-1].refused() {
+	ref, ok := lastRefusal(d.e)
+	if !ok {
 		return skip(c.ID, "identity E was not limited")
 	}
-	ref := d.e[len(d.e)-1]
 	ra, err := header.CheckRetryAfter(ref.Header, ref.Done)
 	if err != nil {
 		return skip(c.ID, "no valid Retry-After to judge (see retry-after)")
@@ -273,12 +427,15 @@ func (d *data) headers() Check {
 	// burst may give some back)
 	prev := int64(-1)
 	var prevT time.Time
-	for _, o := range d.a {
+	// (only across requests sent after every earlier one was answered:
+	// requests in flight together are decided in an order nobody sees)
+	for i, o := range d.a {
+		sequential := alone(d.a, i)
 		r, _, _, ok := limitOf(o.Header, o.Done)
 		if !ok || !o.admitted() {
 			continue
 		}
-		if prev >= 0 {
+		if prev >= 0 && sequential && d.perInstance == "" {
 			refill := int64(0)
 			if d.q > 0 && d.w > 0 {
 				refill = int64(math.Ceil(float64(d.q) * o.Done.Sub(prevT).Seconds() / d.w.Seconds()))
@@ -288,6 +445,12 @@ func (d *data) headers() Check {
 			}
 		}
 		prev, prevT = r, o.Done
+	}
+	// in one burst in flight at once, one counter hands out each r once
+	if d.perInstance == "" {
+		if dup := duplicateRemaining(d.a, d.q, d.w); dup != "" {
+			bad = append(bad, dup)
+		}
 	}
 	switch {
 	case len(bad) > 0:
@@ -319,6 +482,36 @@ func (d *data) headers() Check {
 		c.Message = fmt.Sprintf("RateLimit fields parse on %d responses, r <= q, r falls by one per admitted request and is 0 on 429", standard)
 	}
 	return c
+}
+
+// alone reports whether os[i] was in flight with no other request of os.
+func alone(os []obs, i int) bool {
+	for j, x := range os {
+		if j != i && x.Sent.Before(os[i].Done) && os[i].Sent.Before(x.Done) {
+			return false
+		}
+	}
+	return true
+}
+
+// duplicateRemaining finds an r value reported by more admissions of one
+// burst than the refill while it was in flight explains: one counter
+// hands out each remaining value once.
+func duplicateRemaining(os []obs, q int64, w time.Duration) string {
+	times := map[int64]int{}
+	for _, o := range os {
+		if r, _, _, ok := limitOf(o.Header, o.Done); ok && o.admitted() {
+			times[r]++
+		}
+	}
+	d := &data{q: q, w: w}
+	tol, _ := d.burstTolerance(os)
+	for r, n := range times {
+		if int64(n) > tol+1 {
+			return fmt.Sprintf("%d admissions of one burst all said r=%d: each remaining value should come once", n, r)
+		}
+	}
+	return ""
 }
 
 func firstN(xs []string, n int) []string {
@@ -397,19 +590,16 @@ func (d *data) policyCheck() Check {
 		return skip(c.ID, "the endpoint was not limited")
 	}
 	burst := d.admittedA()
-	elapsed := ref.Done.Sub(d.a[0].Sent)
-	tol := int64(1)
-	if d.w > 0 {
-		tol += int64(math.Ceil(float64(d.q) * elapsed.Seconds() / d.w.Seconds()))
-	}
+	tol, elapsed := d.burstTolerance(d.a)
 	var fails []string
-	c.Evidence = []string{fmt.Sprintf("identity A: %d admitted in %s before the first refusal (advertised q=%d, tolerance ±%d for refill and rounding)", burst, elapsed.Round(time.Millisecond), d.q, tol)}
+	c.Evidence = []string{fmt.Sprintf("identity A: %d of %d admitted, sent at once, answered within %s (advertised q=%d, tolerance ±%d for refill and rounding)", burst, len(d.a), elapsed.Round(time.Millisecond), d.q, tol)}
+	_ = ref
 	if diff := int64(burst) - d.q; diff > tol || -diff > tol {
 		fails = append(fails, fmt.Sprintf("the burst was %d, the policy advertises %d", burst, d.q))
 	}
 	if len(d.aRefill) > 0 && d.w > 0 {
 		n := countAdmitted(d.aRefill)
-		send := d.aRefill[len(d.aRefill)-1].Done.Sub(d.aRefill[0].Sent)
+		send := lastDone(d.aRefill).Sub(d.aRefill[0].Sent)
 		tol2 := int64(1) + int64(math.Ceil(float64(d.q)*send.Seconds()/d.w.Seconds()))
 		c.Evidence = append(c.Evidence, fmt.Sprintf("identity A again %s later: %d of %d admitted (expected %d ±%d)", d.aWaited.Round(time.Millisecond), n, len(d.aRefill), d.q, tol2))
 		if d.shared {
@@ -434,6 +624,11 @@ func (d *data) policyCheck() Check {
 	if len(fails) > 0 {
 		c.Status = Fail
 		c.Message = strings.Join(fails, "; ") + ": the headers describe a policy the limiter does not enforce"
+		if d.perInstance != "" {
+			c.Message += "; " + d.perInstance
+			c.Fix = "keep the quota in one store all replicas share (one Redis), or advertise the per-replica quota"
+			return c
+		}
 		c.Fix = "advertise the limiter's real quota and window in RateLimit-Policy (or fix the limiter)"
 		return c
 	}
@@ -574,63 +769,51 @@ func (d *data) spoofing() Check {
 	if len(d.anon) == 0 {
 		return skip(c.ID, "the endpoint was not limited")
 	}
-	if !d.anon[len(d.anon)-1].refused() {
-		return skip(c.ID, fmt.Sprintf("requests without an identity were not limited (%d admitted)", len(d.anon)))
+	if !refusedAny(d.anon) {
+		return skip(c.ID, fmt.Sprintf("requests without an identity were not limited (%d admitted)", count(d.anon)))
 	}
 	if len(d.spoofs) == 0 {
 		return skip(c.ID, "no spoofing attempt was sent")
 	}
-	var bypass, inconclusive, undecided []string
+	var bypass, undecided []string
 	var evidence []string
 	for _, s := range d.spoofs {
-		n := count(s.Attempts)
-		span := s.After.Done.Sub(s.Before.Sent)
-		// what the refill alone can admit between the two controls
-		refill := int64(1)
-		if d.q > 0 && d.w > 0 {
-			refill = int64(math.Ceil(float64(d.q)*span.Seconds()/d.w.Seconds())) + 1
-		}
+		n, ctl := count(s.Attempts), count(s.Controls)
+		both := append(slices.Clone(s.Controls), s.Attempts...)
+		// what the refill alone can admit while the burst was in flight
+		refill, span := d.burstTolerance(both)
 		fresh := false
 		for _, a := range s.Attempts {
-			if r, _, _, ok := limitOf(a.Header, a.Done); ok && a.admitted() && d.q > 1 && r >= d.q-int64(len(s.Attempts)) {
-				fresh = true // the spoofed address's own, full quota
+			// more remaining after an admission than the refill could
+			// have put back: the spoofed address's own, fresh quota
+			if r, _, _, ok := limitOf(a.Header, a.Done); ok && a.admitted() && r >= max(refill, 1) {
+				fresh = true
 			}
 		}
-		evidence = append(evidence, fmt.Sprintf("%s: control %s, %d of %d attempts admitted, control %s, within %s (refill allows %d)",
-			s.Header, statusText(s.Before), n, len(s.Attempts), statusText(s.After), span.Round(time.Millisecond), refill))
+		evidence = append(evidence, fmt.Sprintf("%s: %d of %d attempts admitted, %d of %d controls without it, all in flight at once within %s (the refill allows %d)",
+			s.Header, n, len(s.Attempts), ctl, len(s.Controls), span.Round(time.Millisecond), refill))
 		switch {
-		case n == 0:
-		case (int64(n) > refill || fresh) && s.After.refused():
+		case (int64(n) > refill && n > ctl) || fresh:
 			bypass = append(bypass, s.Header)
-		case fresh && refill < d.q-1:
-			// the spoofed answer reported a near-full quota that the
-			// refill between the controls cannot explain, whatever the
-			// control after it says (a slow machine may let one through)
-			bypass = append(bypass, s.Header)
-		case n == len(s.Attempts) && len(s.Attempts) > 1:
-			// every attempt admitted, and the refill of a long span
-			// explains it: neither a bypass nor its absence is shown
+		case refill >= int64(len(s.Attempts)):
+			// the refill alone could admit every attempt: a bypass
+			// cannot be told from it
 			undecided = append(undecided, s.Header)
-		default:
-			inconclusive = append(inconclusive, s.Header)
 		}
 	}
 	c.Evidence = evidence
 	switch {
 	case len(bypass) > 0:
 		c.Status = Fail
-		c.Message = fmt.Sprintf("rotating %s gave fresh quota to a client at %s whose own had run out (more admitted than the refill explains, while the same request without the header was refused right after): the limiter trusts a client-IP header from this peer, so any client that reaches the service the way the probe did can bypass it",
+		c.Message = fmt.Sprintf("rotating %s gave fresh quota to a client at %s whose own had run out (more admitted than the refill explains, while the same requests without the header, sent with them, were refused): the limiter trusts a client-IP header from this peer, so any client that reaches the service the way the probe did can bypass it",
 			strings.Join(bypass, ", "), d.peerOr())
 		c.Fix = "take the client address from the peer, or only from the hop your own proxy appends (trust exactly the proxies you run)"
 	case len(undecided) > 0:
 		c.Status = Skip
-		c.Message = fmt.Sprintf("undecided: every attempt with %s was admitted, but the controls were so far apart (a busy machine or a slow target) that the refill alone explains it; run the probe again", strings.Join(undecided, ", "))
-	case len(inconclusive) > 0:
-		c.Status = Pass
-		c.Message = fmt.Sprintf("no client-IP header gave fresh quota; the few admissions with %s are what the refill between the controls explains", strings.Join(inconclusive, ", "))
+		c.Message = fmt.Sprintf("undecided: with %s the refill while the burst was in flight could admit every attempt (a slow target or a busy machine); run the probe again", strings.Join(undecided, ", "))
 	default:
 		c.Status = Pass
-		c.Message = "rotating X-Forwarded-For, X-Real-IP, Forwarded and True-Client-IP gave no fresh quota"
+		c.Message = "rotating X-Forwarded-For, X-Real-IP, Forwarded and True-Client-IP gave no fresh quota: attempts and controls in flight together were refused alike"
 	}
 	return c
 }

@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
-	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/secret"
@@ -70,7 +71,11 @@ type Fingerprint struct {
 	Observations []Observation `json:"observations"`
 	Notes        []string      `json:"notes,omitempty"`
 	Checks       []doc.Check   `json:"checks"`
-	Verdict      string        `json:"verdict"` // pass (something fits) or fail
+	// Verdict is pass (something fits), fail (nothing fits), or
+	// undecided (nothing refused, the refill never seen, most requests
+	// unanswered: no model can be named from that; the decided check
+	// says why)
+	Verdict string `json:"verdict"`
 }
 
 // Phase is one designed group of arrivals.
@@ -136,6 +141,8 @@ type fp struct {
 	notes  []string
 	// shared: the identities share one quota (keyed by address)
 	shared bool
+	// cut says why the phases stopped early (the budget, --max-time)
+	cut string
 	// windowLo and windowHi bound a window measured end to end (no
 	// policy said it): the round windows between them are candidates
 	windowLo, windowHi time.Duration
@@ -186,30 +193,43 @@ func RunFingerprint(ctx context.Context, o Options) (Fingerprint, error) {
 	}
 	p.deadline = f.start.Add(maxTime)
 	res.Budget = p.budget
+	undecided := ""
 	if first.refused() {
 		// a fresh identity refused: the quota is shared (keyed by
 		// address) and something spent it, perhaps a probe just before;
 		// wait for a request to pass and start from there
 		waited, err := f.awaitQuota(ctx, first)
-		if err != nil {
+		switch {
+		case errors.Is(err, errBudget) || errors.Is(err, errTime) || err == nil && waited.refused():
+			undecided = fmt.Sprintf("every request was refused (%d, from the first of a fresh identity on) and none passed again within --max-wait (%s), the budget and --max-time: nothing to fingerprint from", first.Status, o.MaxWait)
+		case err != nil:
 			return res, err
+		default:
+			f.notes = append(f.notes, fmt.Sprintf("a fresh identity's first request was refused: the quota is shared and was spent; the fingerprint began %s later, when a request passed again", waited.Sent.Sub(first.Sent).Round(10*time.Millisecond)))
+			first = waited
+			f.start = first.Sent
+			res.StartedAt = f.start
 		}
-		if waited.refused() {
-			return res, exitcode.Failf("the first request of a fresh identity was refused (%d), and no request passed within --max-wait (%s): nothing to fingerprint from", first.Status, o.MaxWait)
-		}
-		f.notes = append(f.notes, fmt.Sprintf("a fresh identity's first request was refused: the quota is shared and was spent; the fingerprint began %s later, when a request passed again", waited.Sent.Sub(first.Sent).Round(10*time.Millisecond)))
-		first = waited
-		f.start = first.Sent
-		res.StartedAt = f.start
+	}
+	if undecided != "" {
+		res.Requests, res.Peer = p.sent, p.peer
+		res.Notes = f.notes
+		res.ElapsedMs = msSince(f.start, time.Now())
+		res.Checks = []doc.Check{doc.Undecided(undecided)}
+		res.Verdict = doc.VerdictOf(res.Checks)
+		return res, nil
 	}
 	err = f.collect(ctx, first)
 	switch {
 	case errors.Is(err, errBudget):
-		f.notes = append(f.notes, fmt.Sprintf("the request budget (%d) ran out: the later phases did not run, so fewer models are ruled out", p.budget))
+		f.cut = fmt.Sprintf("the request budget (%d) ran out", p.budget)
 	case errors.Is(err, errTime):
-		f.notes = append(f.notes, fmt.Sprintf("--max-time (%s) passed: the later phases did not run, so fewer models are ruled out", maxTime))
+		f.cut = fmt.Sprintf("--max-time (%s) passed", maxTime)
 	case err != nil:
 		return res, err
+	}
+	if f.cut != "" {
+		f.notes = append(f.notes, f.cut+": the later phases did not run, so fewer models are ruled out")
 	}
 	res.Requests, res.Peer = p.sent, p.peer
 	res.Phases = f.phases
@@ -217,12 +237,26 @@ func RunFingerprint(ctx context.Context, o Options) (Fingerprint, error) {
 	cands := f.candidates()
 	res.Candidates = len(cands)
 	res.Observations = f.observations()
+	judged := f.judged()
+	if why := f.undecided(judged); why != "" {
+		res.Notes = f.notes
+		res.ElapsedMs = msSince(f.start, time.Now())
+		res.Checks = []doc.Check{doc.Undecided(why)}
+		res.Verdict = doc.VerdictOf(res.Checks)
+		return res, nil
+	}
 	f.judge(&res, cands)
+	if n, ev := f.instances(); n >= 2 {
+		f.notes = append(f.notes, judge.InstancesFinding(n, ev))
+	}
 	res.Notes = f.notes
 	res.ElapsedMs = msSince(f.start, time.Now())
 	c := doc.Check{ID: CheckFingerprint, Pass: len(res.Fits) > 0}
 	if c.Pass {
-		c.Message = fmt.Sprintf("%s fits every one of %d requests", res.Fits[0].Description, len(f.shots))
+		c.Message = fmt.Sprintf("%s fits every one of the %d requests judged", res.Fits[0].Description, judged)
+		if n := len(f.shots) - judged; n > 0 {
+			c.Message += fmt.Sprintf(" (%d got no answer and were not judged)", n)
+		}
 		if len(res.Fits) > 1 {
 			c.Message += fmt.Sprintf(" (and %d more models)", len(res.Fits)-1)
 		}
@@ -231,10 +265,66 @@ func RunFingerprint(ctx context.Context, o Options) (Fingerprint, error) {
 		if len(res.NearMisses) > 0 {
 			c.Message += fmt.Sprintf("; the nearest, %s, misses %d: %s", res.NearMisses[0].Description, res.NearMisses[0].Mismatches, res.NearMisses[0].RuledOutBy)
 		}
+		if n, ev := f.instances(); n >= 2 {
+			c.Message += "; " + judge.InstancesFinding(n, ev)
+		}
 	}
 	res.Checks = []doc.Check{c}
-	res.Verdict = doc.Verdict(res.Checks)
+	res.Verdict = doc.VerdictOf(res.Checks)
 	return res, nil
+}
+
+// judged counts the requests that got an answer: the only ones a model
+// is judged on.
+func (f *fp) judged() int {
+	n := 0
+	for _, s := range f.shots {
+		if s.Err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// undecided says why the fingerprint cannot name a model ("" when it
+// can): most requests got no answer, nothing was refused, or the budget
+// or time cut the run before the quota was seen to come back.
+func (f *fp) undecided(judged int) string {
+	if n := len(f.shots) - judged; n > len(f.shots)/2 {
+		return fmt.Sprintf("%d of %d requests got no answer: too few answers to judge any model on", n, len(f.shots))
+	}
+	refused, back := false, false
+	for _, s := range f.shots {
+		if s.refused() && s.Err == nil {
+			refused = true
+		}
+		if refused && s.admitted() {
+			back = true
+		}
+	}
+	switch {
+	case !refused && f.cut != "":
+		return f.cut + " before anything was refused: no model can be told from no limiter"
+	case !refused:
+		return fmt.Sprintf("nothing was refused: all %d requests (bursts in flight at once) were admitted, so no model can be told from no limiter at this load; the quota is above the probe's cap, or there is no limiter (raise --budget)", judged)
+	case !back && f.cut != "":
+		return f.cut + " before any request passed again after the first refusal: the refill, which tells the models apart, was not seen"
+	case !back:
+		return "no request passed again after the first refusal within --max-wait: the refill, which tells the models apart, was not seen"
+	}
+	return ""
+}
+
+// instances estimates the independent counters behind the address from
+// the admissions of the first identity's phases.
+func (f *fp) instances() (int, string) {
+	var os []obs
+	for _, s := range f.shots {
+		if s.key == "A" {
+			os = append(os, s.obs)
+		}
+	}
+	return f.d.instances(os)
 }
 
 // FingerprintBudget is the request budget for a quota q (0: unknown):
@@ -249,7 +339,7 @@ func FingerprintBudget(q int64) int {
 // quota is the burst the first phase measured, or the advertised quota.
 func (f *fp) burstCap() int {
 	if f.d.q > 0 {
-		return int(min(2*f.d.q+5, MaxQuotaExhausted))
+		return int(min(4*f.d.q+10, MaxQuotaExhausted))
 	}
 	return unknownQuotaCap
 }
@@ -260,10 +350,10 @@ func (f *fp) burstCap() int {
 func (f *fp) collect(ctx context.Context, first obs) error {
 	p := f.p
 	a := []obs{first}
-	more, err := p.exhaust(ctx, f.id("A"), f.burstCap()-1)
+	more, err := p.exhaust(ctx, f.id("A"), f.d.q, f.burstCap()-1)
 	a = append(a, more...)
 	// and a few more refused, so the quota is surely spent
-	if err == nil && a[len(a)-1].refused() {
+	if err == nil && refusedAny(a) {
 		extra, _, e := p.burst(ctx, f.id("A"), 3)
 		a, err = append(a, extra...), e
 	}
@@ -294,7 +384,7 @@ func (f *fp) collect(ctx context.Context, first obs) error {
 	}
 	// the refill: single requests, further and further apart, until one
 	// passes, then the next one
-	poll, err := f.pollUntil(ctx, "A", a[len(a)-1].Done, 3, false)
+	poll, err := f.pollUntil(ctx, "A", lastDone(a), 3, false)
 	f.add("refill", "single requests after the burst, ever further apart, until three pass: the refill's rate, or the window's end", "A", poll)
 	if err != nil {
 		return err
@@ -353,7 +443,7 @@ func (f *fp) collect(ctx context.Context, first obs) error {
 		// each window's end lies between the last refused request and
 		// the first admitted one; the window is the distance between two
 		// ends, within these bounds
-		b1lo, b1hi := boundary(poll, firstBack, a[len(a)-1])
+		b1lo, b1hi := boundary(poll, firstBack, lastObs(a))
 		for i, o := range next {
 			if o.admitted() {
 				b2lo, b2hi := boundary(next, i, lastObs(after))
@@ -424,9 +514,20 @@ func (f *fp) lastDone() time.Time {
 	return t
 }
 
-func lastDone(os []obs) time.Time { return os[len(os)-1].Done }
+// lastDone is when the last of os was answered (requests in flight
+// together are answered in any order).
+func lastDone(os []obs) time.Time { return lastObs(os).Done }
 
-func lastObs(os []obs) obs { return os[len(os)-1] }
+// lastObs is the request of os answered last.
+func lastObs(os []obs) obs {
+	last := os[0]
+	for _, o := range os[1:] {
+		if o.Done.After(last.Done) {
+			last = o
+		}
+	}
+	return last
+}
 
 // boundary bounds when the quota came back before polls[i], the first
 // admitted poll: after the send of the refused request before it (a poll,
@@ -669,6 +770,37 @@ func (f *fp) candidates() []limiter.Params {
 	for _, w := range roundWindows(f.windowLo, f.windowHi) {
 		windows[w] = true
 	}
+	// the quota: what the burst got, the advertised quota, and what the
+	// burst got less the refill while it ran at each rate (a slow target
+	// answers the burst's first request before the rest go, and a large
+	// burst takes a while to work through)
+	caps := map[int64]bool{b: true}
+	if f.d.q > 0 {
+		caps[f.d.q] = true
+	}
+	refillCaps := f.d.policy != header.NamePolicy // an advertised quota is tried as it is
+	var burstLo, burstHi time.Time
+	for _, s := range f.shots {
+		if s.phase != "burst" {
+			continue
+		}
+		if burstLo.IsZero() || s.Sent.Before(burstLo) {
+			burstLo = s.Sent
+		}
+		if s.Sent.After(burstHi) {
+			burstHi = s.Sent
+		}
+	}
+	for rt := range rates {
+		if r, err := rateParse(rt); err == nil && refillCaps {
+			refill := int64(r.PerSecond() * burstHi.Sub(burstLo).Seconds())
+			for k := refill - 1; k <= refill+1; k++ {
+				if k > 0 && b-k > 0 {
+					caps[b-k] = true
+				}
+			}
+		}
+	}
 	var out []limiter.Params
 	add := func(p limiter.Params) {
 		p.Cost = 1
@@ -681,13 +813,20 @@ func (f *fp) candidates() []limiter.Params {
 		if err != nil {
 			continue
 		}
-		add(limiter.Params{Algo: limiter.TokenBucket, Capacity: b, Rate: r})
-		add(limiter.Params{Algo: limiter.GCRA, Burst: b, Rate: r})
-		add(limiter.Params{Algo: limiter.LeakyBucket, Burst: b - 1, Rate: r})
+		for c := range caps {
+			add(limiter.Params{Algo: limiter.TokenBucket, Capacity: c, Rate: r})
+			add(limiter.Params{Algo: limiter.GCRA, Burst: c, Rate: r})
+			add(limiter.Params{Algo: limiter.LeakyBucket, Burst: c - 1, Rate: r})
+		}
 	}
 	for w := range windows {
 		if w <= 0 {
 			continue
+		}
+		if f.d.q > 0 && f.d.q != b {
+			add(limiter.Params{Algo: limiter.FixedWindow, Limit: f.d.q, Window: w})
+			add(limiter.Params{Algo: limiter.FixedWindow, Limit: f.d.q, Window: w, Align: limiter.AlignClock})
+			add(limiter.Params{Algo: limiter.SlidingWindow, Limit: f.d.q, Window: w})
 		}
 		add(limiter.Params{Algo: limiter.FixedWindow, Limit: b, Window: w})
 		add(limiter.Params{Algo: limiter.FixedWindow, Limit: b, Window: w, Align: limiter.AlignClock})
@@ -899,7 +1038,7 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 	}
 	// place replays history, then cl at moment t (each request kept
 	// within its own span and the slack), and says how many it admits
-	place := func(history []int64, cl []shot, t int64) ([]int64, int) {
+	place := func(history []int64, cl []shot, t moment) ([]int64, int) {
 		m := l.Model()
 		last := int64(math.MinInt64)
 		for _, h := range history {
@@ -909,7 +1048,8 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 		at := make([]int64, len(cl))
 		got := 0
 		for i, s := range cl {
-			ti := min(max(t, s.Sent.UnixMilli()-slack), s.Done.UnixMilli()+slack)
+			ti := t.at(i, len(cl))
+			ti = min(max(ti, s.Sent.UnixMilli()-slack), s.Done.UnixMilli()+slack)
 			ti = max(ti, last) // a model's clock never goes back
 			at[i], last = ti, ti
 			if m.Allow(ti, 1).Allowed {
@@ -925,6 +1065,7 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 	budget := 0
 	exact := true
 	late := false
+	hopeless := false
 	var search func(k int, history []int64, atSend bool) bool
 	search = func(k int, history []int64, atSend bool) bool {
 		if k == len(cls) {
@@ -935,15 +1076,23 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 		if late {
 			slices.Reverse(ms)
 		}
+		nearest := math.MaxInt
 		for j, t := range ms {
-			if budget == 0 {
+			if budget == 0 || hopeless {
 				return false
 			}
 			budget--
 			at, got := place(history, cls[k], t)
+			nearest = min(nearest, abs(got-wants[k]))
 			if got == wants[k] && search(k+1, append(history[:len(history):len(history)], at...), atSend && j == 0 && !late) {
 				return true
 			}
+		}
+		// missed at every moment by more than moving the earlier
+		// clusters within their spans could make up: no backtracking
+		// (a model far off is ruled out at once, not by the budget)
+		if nearest > max(3, len(cls[k])/20) {
+			hopeless = true
 		}
 		return false
 	}
@@ -951,7 +1100,7 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 	// must move an early cluster far back to explain a late one finds it
 	// from the other end within its budget
 	for _, late = range []bool{false, true} {
-		budget = searchBudget
+		budget, hopeless = searchBudget, false
 		if search(0, nil, true) {
 			c.Exact = exact
 			return
@@ -987,18 +1136,44 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 	}
 }
 
+// A moment is when a cluster's requests are decided: all at one instant
+// (from == to), or spread evenly from one to the other in send order (a
+// burst the target takes a while to work through, refilling meanwhile).
+type moment struct{ from, to int64 }
+
+// at is when the i-th of n requests is decided.
+func (m moment) at(i, n int) int64 {
+	if n < 2 || m.from == m.to {
+		return m.from
+	}
+	return m.from + (m.to-m.from)*int64(i)/int64(n-1)
+}
+
 // moments are the moments a cluster is tried at: its first send, its last
-// answer, seven between, and the slack either side.
-func moments(cl []shot, slack int64) []int64 {
+// answer, seven instants between, the slack either side, and, for more
+// than one request, spreads from the first send to each quarter and from
+// each quarter to the last answer.
+func moments(cl []shot, slack int64) []moment {
 	lo, hi := cl[0].Sent.UnixMilli(), cl[0].Done.UnixMilli()
 	for _, s := range cl {
+		lo = min(lo, s.Sent.UnixMilli())
 		hi = max(hi, s.Done.UnixMilli())
 	}
-	out := []int64{lo, hi}
+	out := []moment{{lo, lo}, {hi, hi}}
 	for k := int64(1); k < 8; k++ {
-		out = append(out, lo+(hi-lo)*k/8)
+		t := lo + (hi-lo)*k/8
+		out = append(out, moment{t, t})
 	}
-	return append(out, lo-slack, hi+slack)
+	out = append(out, moment{lo - slack, lo - slack}, moment{hi + slack, hi + slack})
+	if len(cl) > 1 && hi > lo {
+		for k := int64(1); k <= 4; k++ {
+			out = append(out, moment{lo, lo + (hi-lo)*k/4})
+		}
+		for k := int64(1); k < 4; k++ {
+			out = append(out, moment{lo + (hi-lo)*k/4, hi})
+		}
+	}
+	return out
 }
 
 // searchBudget bounds the placements one model's search may try: enough
@@ -1043,13 +1218,18 @@ func sign(l *limiter.Limiter, history []int64, cl []shot, at []int64) int {
 }
 
 // clusters splits shots (in send order) into runs whose send-to-answer
-// spans overlap or follow each other within clusterGap: a burst, sent at
-// once or back to back, is one cluster.
+// spans overlap and that were sent back to back (within clusterGap of
+// each other): a burst, all in flight at once, is one cluster; a request
+// sent after every earlier one was answered, or sent later while a
+// straggler was still in flight, starts a new one.
 func clusters(shots []shot) [][]shot {
 	var out [][]shot
-	var end time.Time
+	var end, prev time.Time
 	for _, s := range shots {
-		if len(out) > 0 && s.Sent.Before(end.Add(clusterGap)) {
+		// a burst's requests go out back to back; a request sent later
+		// (a poll) starts a cluster of its own even while a straggler of
+		// the burst is still in flight: it was decided after most of it
+		if len(out) > 0 && s.Sent.Before(end) && s.Sent.Sub(prev) <= clusterGap {
 			out[len(out)-1] = append(out[len(out)-1], s)
 		} else {
 			out = append(out, []shot{s})
@@ -1058,6 +1238,7 @@ func clusters(shots []shot) [][]shot {
 		if s.Done.After(end) {
 			end = s.Done
 		}
+		prev = s.Sent
 	}
 	return out
 }
@@ -1104,3 +1285,10 @@ func equivalence(fits []Candidate) string {
 }
 
 func rateParse(s string) (rate.Rate, error) { return rate.Parse(s) }
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}

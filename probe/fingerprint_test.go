@@ -236,14 +236,14 @@ func TestFingerprintClockWindow(t *testing.T) {
 }
 
 // TestFingerprintNoLimiter: the negative control, a target that never
-// refuses: nothing fits, the check fails and says why.
+// refuses: no model is named, the run is undecided and says why.
 func TestFingerprintNoLimiter(t *testing.T) {
 	t.Parallel()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }))
 	t.Cleanup(ts.Close)
 	res := fingerprint(t, ts.URL, func(o *Options) { o.Budget = 300 })
-	if res.Verdict != Fail || len(res.Fits) != 0 {
+	if res.Verdict != "undecided" || len(res.Fits) != 0 || !strings.Contains(res.Checks[0].Message, "nothing was refused") {
 		dumpFingerprint(t, res)
-		t.Fatalf("a target without a limiter: verdict %s with %d fits, want fail with none", res.Verdict, len(res.Fits))
+		t.Fatalf("a target without a limiter: verdict %s with %d fits, want undecided with none, saying nothing was refused", res.Verdict, len(res.Fits))
 	}
 }

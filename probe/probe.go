@@ -79,6 +79,9 @@ const (
 	Fail = "fail"
 	Warn = "warn"
 	Skip = "skip"
+	// Undecided is the status of the decided check an undecided run
+	// carries (doc.CheckDecided): the run saw too little to judge.
+	Undecided = "undecided"
 )
 
 // Defaults.
@@ -177,9 +180,13 @@ type Result struct {
 	Shared bool `json:"shared,omitempty"`
 	// Notes say what the probe did that a reader should know: a wait for
 	// a reset before it started, a phase cut by --max-time.
-	Notes   []string `json:"notes,omitempty"`
-	Checks  []Check  `json:"checks"`
-	Verdict string   `json:"verdict"` // pass (no check failed) or fail
+	Notes  []string `json:"notes,omitempty"`
+	Checks []Check  `json:"checks"`
+	// Verdict is pass (no check failed), fail, or undecided (no check
+	// failed, but nothing was refused, the budget or time cut the run
+	// before the evidence existed, or most requests got no answer; the
+	// decided check says why)
+	Verdict string `json:"verdict"`
 }
 
 // Policy is what the probe judged against.
@@ -200,8 +207,11 @@ type Check struct {
 	Fix      string   `json:"fix,omitempty"`
 }
 
-// Pass reports whether no check failed.
+// Pass reports whether no check failed and the run decided.
 func (r Result) Pass() bool { return r.Verdict == Pass }
+
+// Undecided reports whether the run decided nothing.
+func (r Result) Undecided() bool { return r.Verdict == doc.VerdictUndecided }
 
 // CheckList is the checks as every document kind spells them.
 func (r Result) CheckList() []doc.Check {
@@ -309,19 +319,36 @@ type prober struct {
 // errTime stops a phase when --max-time has passed.
 var errTime = errors.New("--max-time passed")
 
+// reserve takes up to n requests from the budget: how many may be sent,
+// and, when fewer than n, why not (errBudget, errTime).
+func (p *prober) reserve(n int) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.deadline.IsZero() && time.Now().After(p.deadline) {
+		return 0, errTime
+	}
+	left := p.budget - p.sent
+	if left <= 0 {
+		return 0, errBudget
+	}
+	if n > left {
+		p.sent += left
+		return left, errBudget
+	}
+	p.sent += n
+	return n, nil
+}
+
 // send sends one request as identity (none when ""), with extra headers.
 func (p *prober) send(ctx context.Context, identity string, extra ...string) (obs, error) {
-	p.mu.Lock()
-	if p.sent >= p.budget {
-		p.mu.Unlock()
-		return obs{}, errBudget
+	if _, err := p.reserve(1); err != nil {
+		return obs{}, err
 	}
-	if !p.deadline.IsZero() && time.Now().After(p.deadline) {
-		p.mu.Unlock()
-		return obs{}, errTime
-	}
-	p.sent++
-	p.mu.Unlock()
+	return p.do(ctx, identity, extra...)
+}
+
+// do sends one request reserved from the budget.
+func (p *prober) do(ctx context.Context, identity string, extra ...string) (obs, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
 	defer cancel()
 	method := p.o.Method
@@ -453,47 +480,121 @@ func (e *bodyError) Error() string {
 
 func (e *bodyError) Unwrap() error { return e.err }
 
-// exhaust sends as identity until the first refusal, or max requests.
-func (p *prober) exhaust(ctx context.Context, identity string, max int, extra ...string) ([]obs, error) {
+// maxInFlight bounds the requests one burst keeps in flight at once (and
+// so the connections it opens): a quota of 1000 is spent by one burst.
+const maxInFlight = 1500
+
+// firstWave is the size of the first wave of an exhaustion when the
+// quota is unknown; each later wave doubles it.
+const firstWave = 10
+
+// exhaust spends identity's quota: waves of requests, each all in flight
+// at once, until a wave holds a refusal or max requests (limit) were sent. The
+// first wave is the quota and a margin when it is known (one wave spends
+// it whatever the latency: requests sent one after another let the
+// refill keep up when latency x rate >= 1), else firstWave, doubling.
+// The observations are in send order.
+func (p *prober) exhaust(ctx context.Context, identity string, q int64, limit int, extra ...string) ([]obs, error) {
 	var out []obs
-	for range max {
-		ob, err := p.send(ctx, identity, extra...)
+	wave := firstWave
+	if q > 0 {
+		wave = int(q + min(max(2, q/5), 50))
+	}
+	for len(out) < limit {
+		n := min(wave, limit-len(out))
+		os, _, err := p.burst(ctx, identity, n, extra...)
+		out = append(out, os...)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, ob)
-		if ob.Err != nil || ob.refused() {
-			return out, nil
+		for _, o := range os {
+			if o.refused() {
+				return out, nil
+			}
 		}
+		if unanswered(os) > len(os)/2 {
+			return out, nil // most got no answer: the caller says so
+		}
+		wave *= 2
 	}
 	return out, nil
 }
 
-// burst sends n requests as identity back to back and counts admissions.
-func (p *prober) burst(ctx context.Context, identity string, n int) ([]obs, int, error) {
-	var out []obs
-	admitted := 0
-	for range n {
-		ob, err := p.send(ctx, identity)
-		if err != nil {
-			return out, admitted, err
-		}
-		out = append(out, ob)
-		if ob.admitted() {
-			admitted++
+// unanswered counts the requests that got no answer.
+func unanswered(os []obs) int {
+	n := 0
+	for _, o := range os {
+		if o.Err != nil {
+			n++
 		}
 	}
-	return out, admitted, nil
+	return n
+}
+
+// burst sends n requests as identity all at once (at most maxInFlight in
+// flight; a barrier releases them together) and counts admissions. The
+// observations are in send order. When the budget or --max-time allows
+// fewer, those are sent and the error says why the rest were not.
+func (p *prober) burst(ctx context.Context, identity string, n int, extra ...string) ([]obs, int, error) {
+	if n <= 0 {
+		return nil, 0, nil
+	}
+	n, stop := p.reserve(n)
+	if n == 0 {
+		return nil, 0, stop
+	}
+	out := make([]obs, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, min(n, maxInFlight))
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-gate
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i], errs[i] = p.do(ctx, identity, extra...)
+		})
+	}
+	close(gate)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	slices.SortStableFunc(out, func(a, b obs) int { return a.Sent.Compare(b.Sent) })
+	return out, count(out), stop
+}
+
+// lastRefusal is the refusal answered last among os, when there is one:
+// what a client waits from.
+func lastRefusal(os []obs) (obs, bool) {
+	var r obs
+	ok := false
+	for _, o := range os {
+		if o.refused() && o.Err == nil && (!ok || o.Done.After(r.Done)) {
+			r, ok = o, true
+		}
+	}
+	return r, ok
+}
+
+// refusedAny reports whether any of os was refused.
+func refusedAny(os []obs) bool {
+	_, ok := lastRefusal(os)
+	return ok
 }
 
 func newClient(timeout time.Duration) *http.Client {
 	tr := &http.Transport{
 		Proxy:       nil, // the probe judges the target as it reaches it, not through a proxy
 		DialContext: (&net.Dialer{Timeout: timeout}).DialContext,
-		// a few connections: the timed phases may send at once
-		MaxIdleConns:           4,
-		MaxIdleConnsPerHost:    4,
-		MaxConnsPerHost:        4,
+		// a burst keeps up to maxInFlight requests in flight at once;
+		// a few dozen connections stay open between phases
+		MaxIdleConns:           64,
+		MaxIdleConnsPerHost:    64,
+		MaxConnsPerHost:        maxInFlight,
 		IdleConnTimeout:        30 * time.Second,
 		MaxResponseHeaderBytes: MaxHeaderBytes,
 		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},

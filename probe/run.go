@@ -1,17 +1,20 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/secret"
 )
 
@@ -27,6 +30,9 @@ type data struct {
 	others []header.Policy
 
 	shared bool // identities share one quota: the phases ran one after another
+	// perInstance is the finding that the quota is kept per replica
+	// behind the address ("" when nothing says so)
+	perInstance string
 	// cut says why the phases stopped early (the budget, --max-time, a
 	// quota too large to spend): a check without its evidence is skipped
 	// with this reason, never failed
@@ -47,23 +53,25 @@ type data struct {
 	cAt     time.Duration // C's burst, after C's first answer
 	dBurst  []obs
 	dAt     time.Duration
-	skipped map[string]string // check -> why it could not run
-	notes   []string
-	limited []int // declared refusal statuses besides 429
+	// unanswered says why the run decided nothing: most requests got
+	// no answer
+	unanswered string
+	skipped    map[string]string // check -> why it could not run
+	notes      []string
+	limited    []int // declared refusal statuses besides 429
 
 	mu   sync.Mutex
 	all  []obs  // every response
 	peer string // the probe's address as the target sees it
 }
 
-// spoofTry is one client-IP header tried against an exhausted quota: a
-// control without the header right before, the attempts with one spoofed
-// address, and a control right after.
+// spoofTry is one client-IP header tried against an exhausted quota:
+// attempts with one spoofed address and as many controls without the
+// header, all in flight at once.
 type spoofTry struct {
 	Header   string
-	Before   obs
+	Controls []obs
 	Attempts []obs
-	After    obs
 }
 
 func (d *data) record(os ...obs) {
@@ -180,19 +188,21 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	case err != nil:
 		return res, err
 	}
+	if n, ev := d.instances(append(slices.Clone(d.a), d.aRefill...)); n >= 2 {
+		d.perInstance = judge.InstancesFinding(n, ev)
+		d.notes = append(d.notes, d.perInstance)
+	}
 	res.Requests = p.sent
 	res.Peer = p.peer
 	d.peer = p.peer
 	res.Shared = d.shared
 	res.Notes = d.notes
 	res.Checks = d.judge(o)
-	res.ElapsedMs = float64(time.Since(start).Microseconds()) / 1000
-	res.Verdict = Pass
-	for _, c := range res.Checks {
-		if c.Status == Fail {
-			res.Verdict = Fail
-		}
+	if why := d.undecided(res.Checks); why != "" {
+		res.Checks = append(res.Checks, Check{Check: doc.Undecided(why), Status: Undecided})
 	}
+	res.ElapsedMs = float64(time.Since(start).Microseconds()) / 1000
+	res.Verdict = doc.VerdictOf(res.CheckList())
 	return res, nil
 }
 
@@ -292,22 +302,33 @@ func (d *data) collect(ctx context.Context, p *prober, id func(string) string, f
 	d.a = []obs{first}
 	if d.q > MaxQuotaExhausted {
 		d.cut = fmt.Sprintf("the advertised quota (%d) is above the %d requests the probe spends on one identity, so it was not spent: give --expect a smaller policy of a test route, or probe a route with a smaller quota", d.q, MaxQuotaExhausted)
+		// a bounded burst all the same: refusals long before the
+		// advertised quota is spent contradict it (a lying policy)
+		if first.admitted() {
+			more, err := p.exhaust(ctx, id("A"), 0, unknownQuotaCap-1)
+			d.a = append(d.a, more...)
+			d.record(more...)
+			if err != nil && !errors.Is(err, errBudget) && !errors.Is(err, errTime) {
+				return err
+			}
+		}
 		return nil
 	}
 	if first.admitted() {
-		more, err := p.exhaust(ctx, id("A"), d.exhaustCap()-1)
+		more, err := p.exhaust(ctx, id("A"), d.q, d.exhaustCap()-1)
 		d.a = append(d.a, more...)
 		d.record(more...)
 		if err != nil {
 			return err
 		}
 	}
-	last := d.a[len(d.a)-1]
-	if last.Err != nil {
-		return exitcode.Unreachablef("target %s stopped answering: %v", secret.URL(p.o.URL), secret.Redact(last.Err.Error()))
+	if n := unanswered(d.a); n > len(d.a)/2 {
+		d.unanswered = fmt.Sprintf("%d of %d requests of identity A got no answer (%s)", n, len(d.a), firstError(d.a))
+		return nil
 	}
-	limited := last.refused() && len(d.a) > 1
-	p.progress("identity A: %d admitted, then %s", len(d.a)-btoi(last.refused()), statusText(last))
+	last, limited := lastRefusal(d.a)
+	limited = limited && d.a[0].admitted()
+	p.progress("identity A: %d admitted of %d sent at once, %s", count(d.a), len(d.a), map[bool]string{true: "then refused (" + statusText(last) + ")", false: "none refused"}[limited])
 	if !limited {
 		return nil // nothing more to learn: the checks say why
 	}
@@ -322,20 +343,41 @@ func (d *data) collect(ctx context.Context, p *prober, id func(string) string, f
 		return err
 	}
 	d.record(d.anonMid)
-	if d.q > MaxQuotaExhausted {
-		why := fmt.Sprintf("the quota (%d) is above the %d requests the probe spends on one phase", d.q, MaxQuotaExhausted)
-		for _, c := range []string{CheckRetryAfterHonest, CheckReset, CheckSpoofing} {
-			d.skipped[c] = why
-		}
-		d.skipped["refill"] = why
-		return nil
-	}
 	if d.b.refused() {
 		d.shared = true
-		p.progress("a fresh identity was refused too: the identities share one quota; the phases run one after another, each after a reset")
+		p.progress("a fresh identity was refused too: the identities share one quota; the phases run one after another, each from a full quota")
 		return d.sequential(ctx, p, id, last)
 	}
 	return d.concurrent(ctx, p, id, last)
+}
+
+// instances estimates the independent counters behind the address from
+// what identity os's admissions reported (judge.Instances).
+func (d *data) instances(os []obs) (int, string) {
+	var as []judge.Answer
+	for _, o := range os {
+		if !o.admitted() || o.Spoof != "" {
+			continue
+		}
+		if r, _, _, ok := limitOf(o.Header, o.Done); ok {
+			as = append(as, judge.Answer{Sent: o.Sent, Done: o.Done, Remaining: r})
+		}
+	}
+	var perToken time.Duration
+	if d.q > 0 && d.w > 0 {
+		perToken = d.w / time.Duration(d.q)
+	}
+	return judge.Instances(as, perToken)
+}
+
+// firstError is the first transport error among os, in words.
+func firstError(os []obs) string {
+	for _, o := range os {
+		if o.Err != nil {
+			return secret.Redact(o.Err.Error())
+		}
+	}
+	return "none"
 }
 
 // concurrent runs the phases on their own identities: the quick ones now,
@@ -408,12 +450,12 @@ func (d *data) concurrent(ctx context.Context, p *prober, id func(string) string
 	}
 
 	// Retry-After: E until refused, then polled in its own time
-	e, err := p.exhaust(ctx, id("E"), d.exhaustCap())
+	e, err := p.exhaust(ctx, id("E"), d.q, d.exhaustCap())
 	d.e = e
 	d.record(e...)
 	if err != nil {
 		fail(err)
-	} else if le := e[len(e)-1]; le.refused() {
+	} else if le, ok := lastRefusal(e); ok {
 		wg.Go(func() { fail(d.pollRetry(ctx, p, id("E"), le)) })
 	}
 
@@ -436,7 +478,15 @@ func (d *data) sequential(ctx context.Context, p *prober, id func(string) string
 		wait, ok := resetWait(last, d.w)
 		switch {
 		case !ok:
-			d.skipped[check] = "the identities share one quota and its reset is unknown, so this phase could not start from a full quota"
+			// no reset to read: poll until the quota is back
+			back, err := d.awaitFull(ctx, p, last)
+			if err != nil {
+				return false, err
+			}
+			if back == "" {
+				return true, nil
+			}
+			d.skipped[check] = back
 			return false, nil
 		case wait > p.o.MaxWait:
 			d.skipped[check] = fmt.Sprintf("the identities share one quota whose reset (%s) is beyond --max-wait", wait.Round(time.Second))
@@ -476,13 +526,13 @@ func (d *data) sequential(ctx context.Context, p *prober, id func(string) string
 		}
 		last = lastOf(d.ePoll, last)
 	} else {
-		e, err := p.exhaust(ctx, id("E"), d.exhaustCap())
+		e, err := p.exhaust(ctx, id("E"), d.q, d.exhaustCap())
 		d.e = e
 		d.record(e...)
 		if err != nil {
 			return err
 		}
-		if le := e[len(e)-1]; le.refused() {
+		if le, ok := lastRefusal(e); ok {
 			if err := d.pollRetry(ctx, p, id("E"), le); err != nil {
 				return err
 			}
@@ -546,6 +596,47 @@ func (d *data) sequential(ctx context.Context, p *prober, id func(string) string
 		return d.spoof(ctx, p)
 	}
 	return nil
+}
+
+// awaitFull waits, when the shared quota's reset cannot be read, until
+// the quota is back: single requests ever further apart until one passes
+// (the time t one unit of quota takes to come back, at most), then q x t
+// more so a refilling bucket is full too, within --max-wait and
+// --max-time. It returns why the phase cannot run ("" when it can).
+func (d *data) awaitFull(ctx context.Context, p *prober, last obs) (string, error) {
+	step := 50 * time.Millisecond
+	from := last.Done
+	for {
+		if time.Since(from) > p.o.MaxWait {
+			return fmt.Sprintf("the identities share one quota whose reset is not announced, and no request passed again within --max-wait (%s)", p.o.MaxWait), nil
+		}
+		if err := p.sleepUntil(ctx, time.Now().Add(step)); err != nil {
+			if errors.Is(err, errTime) {
+				return "the identities share one quota whose reset is not announced, and --max-time passed while waiting for it", nil
+			}
+			return "", err
+		}
+		ob, err := p.send(ctx, "")
+		if err != nil {
+			if errors.Is(err, errBudget) || errors.Is(err, errTime) {
+				return "the identities share one quota whose reset is not announced, and the budget or --max-time ran out while polling for it", nil
+			}
+			return "", err
+		}
+		d.record(ob)
+		if ob.admitted() {
+			back := ob.Done.Sub(from)
+			q := max(d.q, 1)
+			full := min(time.Duration(q)*back, p.o.MaxWait)
+			if time.Now().Add(full).After(p.deadline) {
+				return "the identities share one quota whose reset is not announced; waiting for all of it to come back would pass --max-time", nil
+			}
+			d.notes = append(d.notes, fmt.Sprintf("the shared quota's reset is not announced: a request passed again %s after the refusal; waited %s more for the whole quota", back.Round(time.Millisecond), full.Round(time.Millisecond)))
+			p.progress("reset unknown: quota back after %s; waiting %s for all of it", back.Round(10*time.Millisecond), full.Round(100*time.Millisecond))
+			return "", sleepUntil(ctx, time.Now().Add(full))
+		}
+		step = min(step*3/2, time.Second)
+	}
 }
 
 // beforeReset is when C's burst goes: before C's announced reset by more
@@ -617,26 +708,31 @@ func (d *data) pollRetry(ctx context.Context, p *prober, identity string, ref ob
 
 var spoofHeaders = []string{"X-Forwarded-For", "X-Real-IP", "Forwarded", "True-Client-IP"}
 
-// spoofAttempts is how many requests each spoofed address sends: more
-// than the refill could admit in the few milliseconds they take (half
-// the quota, 3 to 10); a response whose RateLimit shows the spoofed
-// address's own, fresh quota proves it alone.
-func (d *data) spoofAttempts() int { return int(min(max(d.q/2, 3), 10)) }
+// spoofAttempts is how many requests each spoofed address sends, and as
+// many controls without the header go with them in the same burst: more
+// than the refill can admit while the burst is in flight (measured on
+// identity A's burst), by half the quota (3 to 50).
+func (d *data) spoofAttempts() int {
+	refill, _ := d.burstTolerance(d.a)
+	return int(min(refill+max(d.q/2, 3), 50))
+}
 
 // spoof runs requests without identity until refused, then, for each
-// client-IP header, a control without it, spoofAttempts requests with one
-// made-up address, and a control again: a bypass shows as attempts
-// admitted beyond what the refill between the controls explains.
+// client-IP header, one burst in which controls without the header and
+// attempts with one made-up address are all in flight at once: both
+// share whatever the refill gives while it is in flight, so a bypass
+// shows as attempts admitted beyond that, while the controls are not.
 func (d *data) spoof(ctx context.Context, p *prober) error {
-	anon, err := p.exhaust(ctx, "", d.exhaustCap())
+	anon, err := p.exhaust(ctx, "", d.q, d.exhaustCap())
 	d.anon = anon
 	d.record(anon...)
 	if err != nil {
 		return err
 	}
-	if !anon[len(anon)-1].refused() {
+	if !refusedAny(anon) {
 		return nil
 	}
+	k := d.spoofAttempts()
 	for n, h := range spoofHeaders {
 		ip := fmt.Sprintf("203.0.113.%d", n+1)
 		v := ip
@@ -644,22 +740,16 @@ func (d *data) spoof(ctx context.Context, p *prober) error {
 			v = "for=" + ip
 		}
 		try := spoofTry{Header: h}
-		if try.Before, err = p.send(ctx, ""); err != nil {
-			return err
-		}
-		for range d.spoofAttempts() {
-			ob, err := p.send(ctx, "", h, v)
-			if err != nil {
-				return err
-			}
-			try.Attempts = append(try.Attempts, ob)
-		}
-		if try.After, err = p.send(ctx, ""); err != nil {
-			return err
-		}
-		d.record(try.Before)
+		var wg sync.WaitGroup
+		var errC, errA error
+		wg.Go(func() { try.Controls, _, errC = p.burst(ctx, "", k) })
+		wg.Go(func() { try.Attempts, _, errA = p.burst(ctx, "", k, h, v) })
+		wg.Wait()
+		d.record(try.Controls...)
 		d.record(try.Attempts...)
-		d.record(try.After)
+		if err := cmp.Or(errC, errA); err != nil {
+			return err
+		}
 		d.spoofs = append(d.spoofs, try)
 	}
 	return nil

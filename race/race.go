@@ -47,7 +47,8 @@
 // limit, {uuid} by a fresh random UUID for every call and {now_ms} by the
 // client's Unix time in milliseconds at the call. The first element of the
 // reply (or the reply itself, if it is not an array) is the decision: 1 or
-// true is allowed, 0, false or nil is refused.
+// true is allowed, 0, false or nil is refused; UserScript.Reply (--reply)
+// reads other shapes (judge.Reply).
 //
 // # Verdict
 //
@@ -55,8 +56,14 @@
 // when they admit more than Limit in a trial; those that must be exact
 // (incr, script, a user script; see ExactExpected) also fail when they admit
 // fewer than min(Limit, Concurrency) on their fresh key, so a script that
-// refuses everything is not a pass. A NOPERM reply of the server's ACL is an
-// exit-3 error naming the rule to add.
+// refuses everything is not a pass. A user script given a model
+// (UserScript.Expect, --expect) is judged by it instead: each call's send
+// and answer are kept, measured from the barrier's opening, and judge.Trial
+// bounds the trial's admissions between the model's with every call decided
+// at its send and the most it admits with every call decided within its
+// span, so a script that refills during a slow trial passes and one that
+// admits a token too many or too few fails. A NOPERM reply of the server's
+// ACL is an exit-3 error naming the rule to add.
 package race
 
 import (
@@ -290,6 +297,9 @@ func Run(ctx context.Context, client redis.UniversalClient, opts Options) (res R
 	if _, ok := client.(*redis.ClusterClient); ok {
 		res.Node = nodeAddr
 	}
+	if opts.User != nil && opts.User.Expect != nil {
+		res.Expect = opts.User.Expect.Spec
+	}
 	trials := make([][]trial, len(strats))
 	total, done := opts.Trials*len(strats), 0
 	for t := 1; t <= opts.Trials; t++ {
@@ -330,7 +340,7 @@ func Run(ctx context.Context, client redis.UniversalClient, opts Options) (res R
 	for i, s := range strats {
 		res.Strategies = append(res.Strategies, summarize(s, trials[i], opts))
 	}
-	judge(&res)
+	setVerdict(&res)
 	return res, nil
 }
 

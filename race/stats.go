@@ -8,14 +8,18 @@ import (
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/judge"
+	"github.com/ratelimit-dev/ratelimit/race/racedoc"
 	"github.com/ratelimit-dev/ratelimit/stats"
 )
 
 // summarize turns a strategy's trials into its result entry.
 func summarize(s strategy, trials []trial, opts Options) Strategy {
 	out := Strategy{Name: s.name(), Label: s.label(), AtomicExpected: s.atomic()}
+	var expect *judge.Expectation
 	if u, ok := s.(*userStrategy); ok {
 		out.ScriptFile = u.script.Path
+		expect = u.script.Expect
 	}
 	var all []time.Duration
 	for _, tr := range trials {
@@ -57,12 +61,25 @@ func summarize(s strategy, trials []trial, opts Options) Strategy {
 		out.TrialP50Ms = append(out.TrialP50Ms, millis(stats.Percentile(lat, 50)))
 		out.TrialP99Ms = append(out.TrialP99Ms, millis(stats.Percentile(lat, 99)))
 		out.WallMs = append(out.WallMs, millis(tr.wall))
+		if expect != nil {
+			out.Expected = append(out.Expected, judge.Trial(*expect, tr.startMs, trialCalls(tr)))
+		}
 	}
 	slices.Sort(all)
 	out.P50Ms = millis(stats.Percentile(all, 50))
 	out.P99Ms = millis(stats.Percentile(all, 99))
 	out.AllowedMin, out.AllowedMedian, out.AllowedMax = spread(out.Allowed)
 	return out
+}
+
+// trialCalls are a trial's calls as the judge reads them: a failed call's
+// decision is unknown.
+func trialCalls(tr trial) []judge.Call {
+	calls := make([]judge.Call, len(tr.outcomes))
+	for i, o := range tr.outcomes {
+		calls[i] = judge.Call{SendNs: int64(o.sent), DoneNs: int64(o.done), Allowed: o.admitted, Unknown: o.err != nil}
+	}
+	return calls
 }
 
 // millis is d in milliseconds at microsecond resolution.
@@ -83,9 +100,14 @@ func spread(xs []int) (lo int, median float64, hi int) {
 	return s[0], median, s[len(s)-1]
 }
 
-// judge sets the checks, the verdict and the notes.
-func judge(r *Result) {
+// setVerdict sets the checks, the verdict and the notes.
+func setVerdict(r *Result) {
 	r.Checks = Checks(*r)
+	for i, s := range r.Strategies {
+		if c := &r.Checks[i]; s.Name == User && len(s.Expected) == 0 && s.AllowedMax > int(r.Limit) && !c.Pass {
+			c.Message += "; " + racedoc.RefillHint(s, r.Limit)
+		}
+	}
 	for _, s := range r.Strategies {
 		calls := r.Concurrency * len(s.Allowed)
 		if errs := sum(s.Errors); errs > 0 {

@@ -17,6 +17,9 @@ type outcome struct {
 	gaveUp   bool
 	err      error
 	latency  time.Duration
+	// sent and done are when the call was sent and answered, from the
+	// barrier's opening.
+	sent, done time.Duration
 }
 
 // trial is one strategy's trial.
@@ -24,6 +27,7 @@ type trial struct {
 	outcomes []outcome
 	wall     time.Duration
 	final    *int64
+	startMs  int64 // wall clock of the barrier's opening, ms
 }
 
 // runTrial starts opts.Concurrency goroutines that each take a dedicated
@@ -36,6 +40,7 @@ func runTrial(ctx context.Context, node *redis.Client, s strategy, key string, o
 	start, abort := make(chan struct{}), make(chan struct{})
 	dials := make(chan struct{}, opts.WarmParallel)
 	var ready, done sync.WaitGroup
+	var t0 time.Time // set before the barrier opens, read after
 	ready.Add(n)
 	done.Add(n)
 	for i := range n {
@@ -52,9 +57,10 @@ func runTrial(ctx context.Context, node *redis.Client, s strategy, key string, o
 			case <-abort:
 				return
 			}
-			t0 := time.Now()
+			sent := time.Since(t0)
 			o := s.call(ctx, conn, key, i)
-			o.latency = time.Since(t0)
+			o.done = time.Since(t0)
+			o.sent, o.latency = sent, o.done-sent
 			outs[i] = o
 		}()
 	}
@@ -65,12 +71,12 @@ func runTrial(ctx context.Context, node *redis.Client, s strategy, key string, o
 		done.Wait() // the connections are back: the server can be asked why
 		return trial{}, warmError(ctx, node, warmErrs, full)
 	}
-	t0 := time.Now()
+	t0 = time.Now()
 	close(start)
 	done.Wait()
 	wall := time.Since(t0)
 	if ctx.Err() != nil {
 		return trial{}, ctx.Err()
 	}
-	return trial{outcomes: outs, wall: wall}, nil
+	return trial{outcomes: outs, wall: wall, startMs: t0.UnixMilli()}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/stats"
 )
 
@@ -149,7 +150,7 @@ func TestAllowed(t *testing.T) {
 		{[]any{1.5}, false, true},
 	}
 	for _, tt := range tests {
-		got, err := Allowed(tt.reply)
+		got, err := Allowed(tt.reply, judge.Reply{})
 		if got != tt.want || (err != nil) != tt.wantErr {
 			t.Errorf("Allowed(%#v) = %v, %v; want %v, error %v", tt.reply, got, err, tt.want, tt.wantErr)
 		}
@@ -257,7 +258,7 @@ func TestJudge(t *testing.T) {
 	r := Result{Concurrency: 200, Limit: 10, WatchAttempts: 10, Strategies: []Strategy{
 		mk(Naive, false, 10, 10), mk(Multi, false, 200, 200), mk(Incr, true, 10, 11), mk(User, true, 10, 10),
 	}}
-	judge(&r)
+	setVerdict(&r)
 	if r.Verdict != "fail" || len(r.Failures()) != 1 || !strings.Contains(r.Failures()[0], "over-admission: incr-label admitted 11 of 200 with limit 10 in trial 2") {
 		t.Errorf("verdict %q failures %q, want fail naming incr-label in trial 2", r.Verdict, r.Failures())
 	}
@@ -300,7 +301,7 @@ func TestJudgeUnderAdmission(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Result{Concurrency: tt.conc, Limit: 10, WatchAttempts: 10, Strategies: []Strategy{tt.s}}
-			judge(&r)
+			setVerdict(&r)
 			got := strings.Join(r.Failures(), "; ")
 			if tt.wantFailure == "" && (r.Verdict != "pass" || got != "") || tt.wantFailure != "" && (r.Verdict != "fail" || !strings.Contains(got, tt.wantFailure)) {
 				t.Errorf("verdict %q failures %q, want %q", r.Verdict, got, tt.wantFailure)
@@ -428,7 +429,7 @@ func TestJudgePlurals(t *testing.T) {
 		s := Strategy{Name: Watch, Label: "watch-label", AtomicExpected: true, Allowed: []int{9}, Errors: []int{0}, GiveUps: []int{tt.giveUps}}
 		s.AllowedMin, _, s.AllowedMax = spread(s.Allowed)
 		r := Result{Concurrency: 200, Limit: 10, WatchAttempts: tt.attempts, Strategies: []Strategy{s}}
-		judge(&r)
+		setVerdict(&r)
 		if got := strings.Join(r.Notes, "; "); !strings.Contains(got, tt.want) {
 			t.Errorf("notes %q, want %q", got, tt.want)
 		}

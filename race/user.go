@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 )
 
@@ -25,6 +26,13 @@ type UserScript struct {
 	Source string
 	// Args are the ARGV templates, see ParseArgs.
 	Args []string
+	// Reply says what each reply element means (--reply); the zero value
+	// reads the first element, or the reply itself, as the decision.
+	Reply judge.Reply
+	// Expect is the model the script implements (--expect): each trial's
+	// admissions are judged against it over the trial as it ran (see
+	// judge.Trial) instead of against the limit; nil for none.
+	Expect *judge.Expectation
 }
 
 // Label is how reports name the script: its file's base name.
@@ -74,32 +82,25 @@ func expandArgs(templates []string, limit int64, newID func() string, now func()
 	return args
 }
 
-// Allowed reads the decision from a script's reply: the first element of
-// an array reply, or the reply itself. 1 or true is allowed; 0, false and
-// nil are refused; anything else is an error.
-func Allowed(reply any) (bool, error) {
-	v := reply
-	if arr, ok := reply.([]any); ok {
-		if len(arr) == 0 {
-			return false, fmt.Errorf("script replied an empty array; want {allowed (1 or 0), ...}")
-		}
-		v = arr[0]
+// Allowed reads the decision from a script's reply as r says (see
+// judge.Reply.Decide): by default the first element of an array reply, or
+// the reply itself, where 1 or true is allowed and 0, false and nil are
+// refused; anything else is an error.
+func Allowed(reply any, r judge.Reply) (bool, error) {
+	d, why, ok := r.Decide(reply)
+	if !ok {
+		return false, fmt.Errorf("script replied %s: %s", shortReply(reply), why)
 	}
-	switch x := v.(type) {
-	case nil:
-		return false, nil
-	case bool:
-		return x, nil
-	case int64:
-		if x == 0 || x == 1 {
-			return x == 1, nil
-		}
-	case string:
-		if x == "0" || x == "1" {
-			return x == "1", nil
-		}
+	return d.Allowed, nil
+}
+
+// shortReply shows a reply in an error, cut at 80 characters.
+func shortReply(reply any) string {
+	s := fmt.Sprint(reply)
+	if len(s) > 80 {
+		s = s[:77] + "..."
 	}
-	return false, fmt.Errorf("script replied %v: the first element must be 1 (allowed) or 0 (refused)", reply)
+	return s
 }
 
 // userStrategy races the user's script: EVALSHA with KEYS[1] = the trial's
@@ -141,7 +142,7 @@ func (s *userStrategy) call(ctx context.Context, c *redis.Conn, key string, _ in
 	if err != nil {
 		return outcome{err: err}
 	}
-	ok, err := Allowed(reply)
+	ok, err := Allowed(reply, s.script.Reply)
 	if err != nil {
 		return outcome{err: err}
 	}

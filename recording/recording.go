@@ -492,21 +492,17 @@ func (r *recorder) result() (*tally.Result, error) {
 	}
 	res.ElapsedS = float64(r.maxDone-r.startNs) / 1e9
 	res.Shares()
-	if r.dropped > 0 {
-		res.Generator = tally.GenStat{FellBehind: true, Reasons: []string{fmt.Sprintf(
-			"k6 dropped %d iterations: no VU was free when they fell due (raise preAllocatedVUs or maxVUs of the scenario; the target's p99 is %.1f ms)", r.dropped, res.Latency.P99)}}
-	}
 	var ths []judge.Threshold
 	if !o.NoMaxFailed {
 		ths = append(ths, judge.MaxFailed(o.MaxFailed))
 	}
-	res.JudgeThresholds(append(ths, o.Thresholds...))
+	j := tally.Judging{Thresholds: append(ths, o.Thresholds...)}
 	if r.judge != nil {
-		j := r.judge.Finish(max(res.Identities, 1), res.Latency.P99, res.Headers.PolicyValue)
-		res.Expect = &j
+		x := r.judge.Finish(max(res.Identities, 1), res.Latency.P99, res.Headers.PolicyValue)
+		j.Expect = &x
 	}
 	res.Notes = r.recordingNotes(res)
-	res.Settle()
+	res.Settle(j)
 	return res, nil
 }
 

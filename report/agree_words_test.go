@@ -34,6 +34,7 @@ func loadTargetOnlySlow() *tally.Result {
 	res := loadSlow()
 	res.Lateness = tally.Latency{Count: 8, Min: 0.02, Mean: 0.1, P50: 0.1, P90: 0.2, P95: 0.3, P99: 0.3, Max: 0.4}
 	res.Generator.Reasons = res.Generator.Reasons[:1]
+	res.Generator.Causes = res.Generator.Causes[:1]
 	return res
 }
 

@@ -70,15 +70,16 @@ func evalTitle(res evaldoc.Result) string {
 	return Printable(fmt.Sprintf("%s on %s: %s (policy q=%d w=%ds)", res.Algo, key, desc, p.PolicyQuota, p.PolicyWindowMs/1000))
 }
 
-// replyLen is the longest reply array, for labelling script columns.
-func replyLen(res evaldoc.Result) int {
-	n := 0
+// evalFields says which decision fields a script's calls carry, for its
+// columns: allowed always, remaining, retry and reset when some call has
+// them (the reply's elements, or --reply).
+func evalFields(res evaldoc.Result) (remaining, retry, reset bool) {
 	for _, c := range res.Calls {
-		if a, ok := c.Reply.([]any); ok {
-			n = max(n, len(a))
-		}
+		remaining = remaining || c.Remaining != nil
+		retry = retry || c.RetryMs != nil
+		reset = reset || c.ResetMs != nil
 	}
-	return n
+	return remaining, retry, reset
 }
 
 func evalColumns(res evaldoc.Result) (headers []string, right []int) {
@@ -86,15 +87,19 @@ func evalColumns(res evaldoc.Result) (headers []string, right []int) {
 	case res.Algo != "script":
 		return []string{"n", "allowed", "remaining", "retry ms", "reset ms", "key ttl ms", "latency"}, []int{0, 2, 3, 4, 5, 6}
 	case res.ReplyShape == "limiter":
-		headers = []string{"n", "allowed", "remaining"}
-		if replyLen(res) >= 4 {
-			headers = append(headers, "retry ms", "reset ms")
+		headers = []string{"n", "allowed"}
+		right = []int{0}
+		remaining, retry, reset := evalFields(res)
+		for _, f := range []struct {
+			has  bool
+			name string
+		}{{remaining, "remaining"}, {retry, "retry ms"}, {reset, "reset ms"}} {
+			if f.has {
+				right = append(right, len(headers))
+				headers = append(headers, f.name)
+			}
 		}
 		headers = append(headers, "reply", "key ttl ms", "latency")
-		right = []int{0, 2}
-		if len(headers) == 8 {
-			right = append(right, 3, 4)
-		}
 		return headers, append(right, len(headers)-2, len(headers)-1)
 	}
 	return []string{"n", "reply", "key ttl ms", "latency"}, []int{0, 2, 3}
@@ -104,12 +109,26 @@ func evalColumns(res evaldoc.Result) (headers []string, right []int) {
 func evalCalls(res evaldoc.Result) table {
 	headers, right := evalColumns(res)
 	t := table{headers: headers, right: right}
+	remaining, retry, reset := evalFields(res)
+	if res.Algo != "script" {
+		remaining, retry, reset = true, true, true
+	}
 	for _, c := range res.Calls {
 		row := []cell{textCell(strconv.Itoa(c.N))}
 		if res.ReplyShape == "limiter" {
-			row = append(row, decisionCell(*c.Allowed), textCell(strconv.FormatInt(*c.Remaining, 10)))
-			if res.Algo != "script" || replyLen(res) >= 4 {
-				row = append(row, textCell(msOrDash(c.RetryMs)), textCell(msOrDash(c.ResetMs)))
+			row = append(row, decisionCell(c.Allowed != nil && *c.Allowed))
+			if remaining {
+				row = append(row, textCell(intOrDash(c.Remaining)))
+			}
+			if retry {
+				r := msOrDash(c.RetryMs)
+				if c.Allowed != nil && *c.Allowed && c.RetryMs != nil && *c.RetryMs < 0 {
+					r = "-" // no retry for an allowed call (redis_rate answers -1)
+				}
+				row = append(row, textCell(r))
+			}
+			if reset {
+				row = append(row, textCell(msOrDash(c.ResetMs)))
 			}
 		}
 		if res.Algo == "script" {
@@ -118,6 +137,13 @@ func evalCalls(res evaldoc.Result) table {
 		t.rows = append(t.rows, append(row, textCell(ttlText(c.TTLMs)), textCell(Latency(c.LatencyMs))))
 	}
 	return t
+}
+
+func intOrDash(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*v, 10)
 }
 
 func msOrDash(v *int64) string {
@@ -170,8 +196,10 @@ func evalSummary(res evaldoc.Result) string {
 	switch {
 	case len(res.OtherShape) > 0:
 		return countNoun(len(res.Calls), "call", "calls") + "; some replies look like a limiter's {allowed 0/1, remaining, ...} and some do not"
+	case res.ReplyShape != "limiter" && res.Reply != "":
+		return countNoun(len(res.Calls), "call", "calls") + "; the replies do not read as --reply " + res.Reply
 	case res.ReplyShape != "limiter":
-		return countNoun(len(res.Calls), "call", "calls") + "; the replies do not look like a limiter's {allowed 0/1, remaining, ...}"
+		return countNoun(len(res.Calls), "call", "calls") + "; the replies do not look like a limiter's {allowed 0/1, remaining, ...} (describe them with --reply)"
 	}
 	s := res.Summary
 	line := fmt.Sprintf("%d allowed, %d refused", s.Allowed, s.Refused)

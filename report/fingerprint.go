@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/probe"
 )
 
@@ -26,7 +27,7 @@ var fingerprintKind = kind[probe.Fingerprint]{
 
 func validateFingerprint(res probe.Fingerprint) error {
 	if err := firstErr(
-		oneOf("verdict", res.Verdict, "pass", "fail"),
+		oneOf("verdict", res.Verdict, doc.VerdictPass, doc.VerdictFail, doc.VerdictUndecided),
 		nonNeg("requests", res.Requests), nonNeg("budget", res.Budget), nonNeg("candidates", res.Candidates),
 	); err != nil {
 		return err
@@ -88,7 +89,7 @@ func fingerprintScope(res probe.Fingerprint) string {
 func fingerprintVerdict(res probe.Fingerprint) string {
 	if len(res.Fits) == 0 {
 		for _, c := range res.Checks {
-			return c.Message
+			return strings.TrimPrefix(c.Message, "undecided: ")
 		}
 		return "no model fits"
 	}
@@ -145,13 +146,21 @@ func fingerprintText(w io.Writer, res probe.Fingerprint, o Options) error {
 		b.WriteString("\nnearest misses:\n")
 		b.WriteString(fingerprintMisses(res).text(st))
 	}
-	fmt.Fprintf(&b, "\nverdict: %s  %s\n", st.Verdict(res.Pass()), Printable(fingerprintVerdict(res)))
+	word := st.Verdict(res.Pass())
+	if res.Verdict == doc.VerdictUndecided {
+		word = st.Warn.Render("UNDECIDED")
+	}
+	fmt.Fprintf(&b, "\nverdict: %s  %s\n", word, Printable(fingerprintVerdict(res)))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 func fingerprintMarkdown(b *strings.Builder, res probe.Fingerprint) {
-	fmt.Fprintf(b, "### ratelimit probe --fingerprint: %s\n\n", mdVerdict(res.Pass()))
+	heading := mdVerdict(res.Pass())
+	if res.Verdict == doc.VerdictUndecided {
+		heading = "**UNDECIDED**"
+	}
+	fmt.Fprintf(b, "### ratelimit probe --fingerprint: %s\n\n", heading)
 	fmt.Fprintf(b, "%s %s\n\n%s\n\n", md(res.Method), mdCode(res.Target), md(fingerprintScope(res)))
 	fingerprintPhases(res).markdown(b)
 	if len(res.Fits) > 0 {
@@ -189,7 +198,11 @@ func fingerprintSuite(res probe.Fingerprint) junitSuite {
 func fingerprintHTML(b *strings.Builder, res probe.Fingerprint) {
 	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(fingerprintTitle(res)))
 	fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(fingerprintScope(res)))
-	htmlVerdict(b, res.Pass(), fingerprintVerdict(res))
+	text := fingerprintVerdict(res)
+	if res.Verdict == doc.VerdictUndecided {
+		text = "UNDECIDED: " + text
+	}
+	htmlVerdict(b, res.Pass(), text)
 	fingerprintPhases(res).html(b)
 	if len(res.Fits) > 0 {
 		b.WriteString("<p>Models that decide every request as the target did:</p>\n")

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,6 +82,8 @@ func loadHTML(b *strings.Builder, res *tally.Result) {
 	switch res.Verdict {
 	case "pass", "fail":
 		htmlVerdict(b, res.Verdict == "pass", loadHeadline(res))
+	case doc.VerdictUndecided:
+		htmlVerdict(b, false, "UNDECIDED: "+undecidedWhy(res))
 	default:
 		fmt.Fprintf(b, "<p class=\"verdict fail\"><span class=\"badge note\">INTERRUPTED</span> %s</p>\n",
 			esc(fmt.Sprintf("stopped after %s: no verdict; %d iterations never fell due", secs(res.ElapsedS), res.NotStarted)))

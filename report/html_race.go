@@ -17,8 +17,11 @@ func raceHTML(b *strings.Builder, res racedoc.Result) {
 	}
 	fmt.Fprintf(b, "<p>%s</p>\n", esc(fmt.Sprintf("%d goroutines at one barrier, limit %d, %s, keys %s%s (deleted)",
 		res.Concurrency, res.Limit, countNoun(res.Trials, "trial", "trials"), res.KeyPattern, where)))
+	if line := raceModelLine(res); line != "" {
+		fmt.Fprintf(b, "<p>%s</p>\n", esc(line))
+	}
 	if res.Pass() {
-		htmlVerdict(b, true, fmt.Sprintf("no strategy that must be atomic admitted more than the limit of %d", res.Limit))
+		htmlVerdict(b, true, racedoc.PassLine(res))
 	} else {
 		htmlVerdict(b, false, strings.Join(res.Failures(), "; "))
 	}
@@ -31,7 +34,7 @@ func raceHTML(b *strings.Builder, res racedoc.Result) {
 			cls := "racy"
 			if s.AtomicExpected {
 				cls = "atomic"
-				if int64(a) > res.Limit {
+				if int64(a) > res.Limit && len(s.Expected) == 0 || t < len(s.Expected) && !s.Expected[t].Pass {
 					cls = "over"
 				}
 			}

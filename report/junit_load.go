@@ -159,7 +159,7 @@ func loadVerdictCase(res *tally.Result, byID map[string]doc.Check) junitCase {
 		v.fail("verdict", seen.Message, seen.Message+"\n"+summary)
 		return v
 	}
-	if res.Verdict == "fail" {
+	if res.Verdict == "fail" || res.Verdict == doc.VerdictUndecided {
 		if res.Aborted {
 			summary += "aborted: " + res.AbortReason + "\n"
 		}

@@ -30,6 +30,9 @@ func raceSuite(res racedoc.Result) junitSuite {
 			fmt.Fprintf(&d, "trial %d: admitted %d of %d, limit %d, over %d, retries %d, give-ups %d, errors %d, p99 %s\n",
 				t+1, a, res.Concurrency, res.Limit, raceAt(st.OverLimit, t), raceAt(st.Retries, t),
 				raceAt(st.GiveUps, t), raceAt(st.Errors, t), Latency(raceAt(st.TrialP99Ms, t)))
+			if t < len(st.Expected) {
+				fmt.Fprintf(&d, "trial %d: %s admits %s over %.1f ms\n", t+1, st.Expected[t].Description, st.Expected[t].Range(), st.Expected[t].SpanMs)
+			}
 		}
 		if st.ErrorSample != "" {
 			fmt.Fprintf(&d, "error sample: %s\n", st.ErrorSample)

@@ -109,6 +109,8 @@ func LoadText(w io.Writer, res *tally.Result, o Options) error {
 		b.WriteString(st.Verdict(true) + ": " + counts)
 	case "fail":
 		b.WriteString(st.Verdict(false) + ": " + Printable(loadFailure(res)) + "\n  " + counts)
+	case doc.VerdictUndecided:
+		b.WriteString(st.Warn.Render("UNDECIDED") + ": " + Printable(undecidedWhy(res)) + "\n  " + counts)
 	default:
 		b.WriteString(st.Warn.Render("INTERRUPTED: no verdict") + ": " + counts)
 	}
@@ -327,30 +329,11 @@ func loadFailure(res *tally.Result) string {
 // target's latency, not the generator, held the rate back.
 func loadTargetSlow(res *tally.Result) bool { return res.TargetSlow() }
 
-// loadGeneratorBehind reports whether the generator itself fell behind:
-// iterations dropped for lateness, dropped for want of a VU while the
-// target was not slow, or a reason that is not the VUs being busy (each
-// producer says "VU" in that one: all N VUs were busy, no VU was free).
-func loadGeneratorBehind(res *tally.Result) bool {
-	if !res.Generator.FellBehind {
-		return false
-	}
-	if res.DroppedLate > 0 || !loadTargetSlow(res) {
-		return true
-	}
-	for _, r := range res.Generator.Reasons {
-		if !strings.Contains(r, "VU") {
-			return true
-		}
-	}
-	return false
-}
-
 // loadDropCause names why iterations were dropped or late: the target
 // being slow (every VU was busy waiting on it), the generator's own limit,
 // or both.
 func loadDropCause(res *tally.Result) string {
-	slow, behind := loadTargetSlow(res), loadGeneratorBehind(res)
+	slow, behind := loadTargetSlow(res), res.GeneratorBehind()
 	switch {
 	case slow && behind:
 		return "the target is slow (every VU was busy waiting on it) and the generator fell behind"
@@ -379,7 +362,7 @@ func loadSummary(res *tally.Result) (counts, warn string) {
 	var w []string
 	if res.Dropped > 0 {
 		why := "the generator fell behind"
-		switch slow, behind := loadTargetSlow(res), loadGeneratorBehind(res); {
+		switch slow, behind := loadTargetSlow(res), res.GeneratorBehind(); {
 		case slow && behind:
 			why = "the target is slow and the generator fell behind"
 		case slow:
@@ -543,7 +526,7 @@ var loadKind = kind[*tally.Result]{
 	validate: validateLoad,
 	checks:   (*tally.Result).CheckList,
 	verdict: func(r *tally.Result) (pass, has bool) {
-		return r.Verdict == "pass", r.Verdict == "pass" || r.Verdict == "fail"
+		return r.Verdict == "pass", r.Verdict == "pass" || r.Verdict == "fail" || r.Verdict == doc.VerdictUndecided
 	},
 	text:     LoadText,
 	markdown: loadMarkdown,
@@ -611,4 +594,15 @@ func loadSegmentLine(res *tally.Result) string {
 		s += "; missing: " + strings.Join(parts, ", ")
 	}
 	return s
+}
+
+// undecidedWhy is why an undecided run decided nothing, from its decided
+// check.
+func undecidedWhy(res *tally.Result) string {
+	for _, c := range res.CheckList() {
+		if c.ID == doc.CheckDecided {
+			return strings.TrimPrefix(c.Message, "undecided: ")
+		}
+	}
+	return "the run decided nothing"
 }

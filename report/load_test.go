@@ -87,7 +87,7 @@ func loadSlow() *tally.Result {
 		Generator: tally.GenStat{FellBehind: true, Reasons: []string{
 			"32 iterations dropped: all 2 VUs were busy when they fell due (raise --max-vus; the target's p99 is 560.0 ms)",
 			"scheduling lateness p99 50.0 ms is above 10ms",
-		}},
+		}, Causes: []tally.Cause{tally.CauseNoVU, tally.CauseLateness}},
 		Headers: tally.Headers{
 			Responses:   7,
 			RateLimit:   tally.FieldStat{Checked: 7, Present: 7, Valid: 4, Example: `invalid rate limit header: RateLimit "default": r=5 exceeds the policy's q=2`},

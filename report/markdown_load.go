@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"sort"
 	"strings"
 
@@ -66,7 +67,11 @@ func loadMDSorted(m map[string]int64) []string {
 
 func loadMarkdown(b *strings.Builder, res *tally.Result) {
 	verdict := mdVerdict(res.Verdict == "pass")
-	if res.Verdict != "pass" && res.Verdict != "fail" {
+	switch res.Verdict {
+	case "pass", "fail":
+	case doc.VerdictUndecided:
+		verdict = "**UNDECIDED**"
+	default:
 		verdict = "**INTERRUPTED** (no verdict)"
 	}
 	title := "ratelimit load"
@@ -77,6 +82,9 @@ func loadMarkdown(b *strings.Builder, res *tally.Result) {
 	// the verdict first (what failed), then the counts
 	if res.Verdict == "fail" {
 		b.WriteString("Failed: " + md(loadFailure(res)) + "\n\n")
+	}
+	if res.Verdict == doc.VerdictUndecided {
+		b.WriteString("Undecided: " + md(undecidedWhy(res)) + "\n\n")
 	}
 	counts, warn := loadSummary(res)
 	b.WriteString(md(counts))

@@ -17,10 +17,13 @@ func raceMarkdown(b *strings.Builder, res racedoc.Result) {
 	}
 	fmt.Fprintf(b, "%s at one barrier, limit %d, %s, keys %s%s (deleted)\n\n",
 		countNoun(res.Concurrency, "goroutine", "goroutines"), res.Limit, countNoun(res.Trials, "trial", "trials"), mdCode(res.KeyPattern), md(where))
+	if line := raceModelLine(res); line != "" {
+		b.WriteString(md(line) + "\n\n")
+	}
 	raceTrials(res).markdown(b)
 	raceAcross(res).markdown(b)
 	if res.Pass() {
-		fmt.Fprintf(b, "Verdict: **PASS**: no strategy that must be atomic admitted more than the limit of %d.\n", res.Limit)
+		fmt.Fprintf(b, "Verdict: **PASS**: %s.\n", md(racedoc.PassLine(res)))
 	} else {
 		fmt.Fprintf(b, "Verdict: **FAIL**: %s\n", md(strings.Join(res.Failures(), "; ")))
 	}

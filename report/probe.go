@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/probe"
 )
 
@@ -23,13 +24,13 @@ var probeKind = kind[probe.Result]{
 
 func validateProbe(res probe.Result) error {
 	if err := firstErr(
-		oneOf("verdict", res.Verdict, "pass", "fail"),
+		oneOf("verdict", res.Verdict, doc.VerdictPass, doc.VerdictFail, doc.VerdictUndecided),
 		nonNeg("requests", res.Requests), nonNeg("budget", res.Budget), nonNeg("policy.quota", res.Policy.Quota),
 	); err != nil {
 		return err
 	}
 	for i, c := range res.Checks {
-		if err := oneOf(fmt.Sprintf("checks[%d].status", i), c.Status, probe.Pass, probe.Fail, probe.Warn, probe.Skip); err != nil {
+		if err := oneOf(fmt.Sprintf("checks[%d].status", i), c.Status, probe.Pass, probe.Fail, probe.Warn, probe.Skip, probe.Undecided); err != nil {
 			return err
 		}
 		if c.Pass != (c.Status == probe.Pass || c.Status == probe.Skip) {
@@ -86,6 +87,13 @@ func probeVerdict(res probe.Result) string {
 		}
 	}
 	s := ""
+	if res.Undecided() {
+		for _, c := range res.Checks {
+			if c.Status == probe.Undecided {
+				return strings.TrimPrefix(c.Message, "undecided: ")
+			}
+		}
+	}
 	if len(failed) > 0 {
 		s = fmt.Sprintf("%s failed: %s", countNoun(len(failed), "check", "checks"), strings.Join(failed, ", "))
 	} else {
@@ -106,6 +114,8 @@ func probeStatusCell(status string) cell {
 		return cell{text: "fail", kind: cellCheck}
 	case probe.Warn:
 		return cell{text: "warn", kind: cellCheck}
+	case probe.Undecided:
+		return cell{text: "undecided", kind: cellCheck}
 	}
 	return cell{text: "skip", kind: cellCheck}
 }
@@ -159,13 +169,21 @@ func ProbeText(w io.Writer, res probe.Result, o Options) error {
 			b.WriteString("  " + Printable(l) + "\n")
 		}
 	}
-	fmt.Fprintf(&b, "\nverdict: %s  %s\n", st.Verdict(res.Pass()), Printable(probeVerdict(res)))
+	word := st.Verdict(res.Pass())
+	if res.Undecided() {
+		word = st.Warn.Render("UNDECIDED")
+	}
+	fmt.Fprintf(&b, "\nverdict: %s  %s\n", word, Printable(probeVerdict(res)))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 func probeMarkdown(b *strings.Builder, res probe.Result) {
-	fmt.Fprintf(b, "### ratelimit probe: %s\n\n", mdVerdict(res.Pass()))
+	heading := mdVerdict(res.Pass())
+	if res.Undecided() {
+		heading = "**UNDECIDED**"
+	}
+	fmt.Fprintf(b, "### ratelimit probe: %s\n\n", heading)
 	fmt.Fprintf(b, "%s %s\n\n%s\n\n", md(res.Method), mdCode(res.Target), md(probeScope(res)))
 	probeCard(res).markdown(b)
 	for _, d := range probeDetails(res) {
@@ -199,7 +217,11 @@ func probeSuite(res probe.Result) junitSuite {
 func probeHTML(b *strings.Builder, res probe.Result) {
 	fmt.Fprintf(b, "<p><strong>%s</strong></p>\n", esc(probeTitle(res)))
 	fmt.Fprintf(b, "<p class=\"muted\">%s</p>\n", esc(probeScope(res)))
-	htmlVerdict(b, res.Pass(), probeVerdict(res))
+	text := probeVerdict(res)
+	if res.Undecided() {
+		text = "UNDECIDED: " + text
+	}
+	htmlVerdict(b, res.Pass(), text)
 	probeCard(res).html(b)
 	for _, d := range probeDetails(res) {
 		fmt.Fprintf(b, "<p>%s %s</p>\n", probeStatusCell(d.status).forHTML(), htmlCode(d.id))

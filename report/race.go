@@ -40,13 +40,17 @@ func RaceText(w io.Writer, res racedoc.Result, o Options) error {
 		where = ", all on node " + res.Node
 	}
 	b.WriteString(Printable(fmt.Sprintf("race: %s at one barrier, limit %d, %s, keys %s%s (deleted)",
-		countNoun(res.Concurrency, "goroutine", "goroutines"), res.Limit, countNoun(res.Trials, "trial", "trials"), res.KeyPattern, where)) + "\n\n")
+		countNoun(res.Concurrency, "goroutine", "goroutines"), res.Limit, countNoun(res.Trials, "trial", "trials"), res.KeyPattern, where)) + "\n")
+	if line := raceModelLine(res); line != "" {
+		b.WriteString(Printable(line) + "\n")
+	}
+	b.WriteString("\n")
 	b.WriteString(raceTrials(res).text(st))
 	b.WriteString("\n")
 	b.WriteString(raceAcross(res).text(st))
 	b.WriteString("\n")
 	if res.Pass() {
-		fmt.Fprintf(&b, "verdict: %s  no strategy that must be atomic admitted more than the limit of %d\n", st.Verdict(true), res.Limit)
+		fmt.Fprintf(&b, "verdict: %s  %s\n", st.Verdict(true), Printable(racedoc.PassLine(res)))
 	} else {
 		fmt.Fprintf(&b, "verdict: %s  %s\n", st.Verdict(false), Printable(strings.Join(res.Failures(), "; ")))
 	}
@@ -57,11 +61,39 @@ func RaceText(w io.Writer, res racedoc.Result, o Options) error {
 	return err
 }
 
-// raceTrials is the table of every strategy and trial.
+// raceModelLine names the model the user script is judged against
+// (--expect), or "" when there is none.
+func raceModelLine(res racedoc.Result) string {
+	for _, s := range res.Strategies {
+		if len(s.Expected) > 0 {
+			return fmt.Sprintf("%s judged against %s (--expect %s): what it admits over each trial as it ran, from the first call's send to the last call's answer",
+				s.Label, s.Expected[0].Description, s.Expected[0].Model)
+		}
+	}
+	return ""
+}
+
+// raceJudged reports whether some strategy was judged against a model.
+func raceJudged(res racedoc.Result) bool {
+	for _, s := range res.Strategies {
+		if len(s.Expected) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// raceTrials is the table of every strategy and trial; with a model
+// (--expect), a column gives what it admits over each trial.
 func raceTrials(res racedoc.Result) table {
 	t := table{
 		headers: []string{"strategy", "expected atomic", "trial", "admitted", "over", "in redis", "lost", "retries", "give-ups", "errors", "p50", "p99", "wall"},
 		right:   []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
+	}
+	judged := raceJudged(res)
+	if judged {
+		t.headers = append(t.headers[:5:5], append([]string{"model admits"}, t.headers[5:]...)...)
+		t.right = append(t.right, 13)
 	}
 	for _, s := range res.Strategies {
 		for k := range s.Allowed {
@@ -73,13 +105,27 @@ func raceTrials(res racedoc.Result) table {
 			if s.AtomicExpected && raceAt(s.OverLimit, k) > 0 {
 				over = flagCell(over.text)
 			}
-			t.rows = append(t.rows, []cell{
+			if len(s.Expected) > 0 {
+				over = textCell(over.text) // judged by the model, not the limit
+			}
+			row := []cell{
 				textCell(name), textCell(atomic), textCell(strconv.Itoa(k + 1)),
 				textCell(fmt.Sprintf("%d/%d", s.Allowed[k], res.Concurrency)), over,
 				textCell(raceOptInt(s.FinalValue, k)), textCell(raceOptInt(s.LostUpdates, k)),
 				textCell(strconv.Itoa(raceAt(s.Retries, k))), textCell(strconv.Itoa(raceAt(s.GiveUps, k))), textCell(strconv.Itoa(raceAt(s.Errors, k))),
 				textCell(Latency(raceAt(s.TrialP50Ms, k))), textCell(Latency(raceAt(s.TrialP99Ms, k))), textCell(Latency(raceAt(s.WallMs, k))),
-			})
+			}
+			if judged {
+				m := textCell("-")
+				if k < len(s.Expected) {
+					m = textCell(s.Expected[k].Range())
+					if !s.Expected[k].Pass {
+						m = flagCell(m.text)
+					}
+				}
+				row = append(row[:5:5], append([]cell{m}, row[5:]...)...)
+			}
+			t.rows = append(t.rows, row)
 		}
 	}
 	return t
@@ -91,17 +137,23 @@ func raceAcross(res racedoc.Result) table {
 	for _, s := range res.Strategies {
 		t.rows = append(t.rows, []cell{
 			textCell(s.Label), textCell(strconv.Itoa(s.AllowedMin)), textCell(raceMedian(s.AllowedMedian)), textCell(strconv.Itoa(s.AllowedMax)),
-			textCell(Latency(s.P50Ms)), textCell(Latency(s.P99Ms)), raceOutcome(s, res.Limit),
+			textCell(Latency(s.P50Ms)), textCell(Latency(s.P99Ms)), raceOutcome(s, res.Limit, res.Concurrency),
 		})
 	}
 	return t
 }
 
 // raceOutcome is a strategy's result: PASS or FAIL for one that must be
-// atomic, whether the race showed for one that is not.
-func raceOutcome(s racedoc.Strategy, limit int64) cell {
+// atomic (against its model when it has one), whether the race showed for
+// one that is not.
+func raceOutcome(s racedoc.Strategy, limit int64, concurrency int) cell {
 	over := s.AllowedMax > int(limit)
 	switch {
+	case len(s.Expected) > 0:
+		if c := racedoc.Checks(racedoc.Result{Limit: limit, Concurrency: concurrency, Strategies: []racedoc.Strategy{s}}); !c[0].Pass {
+			return verdictCell(false, "outside the model")
+		}
+		return verdictCell(true, "")
 	case s.AtomicExpected && over:
 		return verdictCell(false, "over the limit")
 	case s.AtomicExpected:

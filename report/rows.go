@@ -118,6 +118,8 @@ func (c cell) textValue(st Styles) string {
 			return st.Dim.Render("skipped")
 		case "warn":
 			return st.Warn.Render("WARN")
+		case "undecided":
+			return st.Warn.Render("UNDECIDED")
 		}
 		return st.Verdict(c.text == "pass")
 	}
@@ -145,6 +147,8 @@ func (c cell) markdownValue() string {
 			return "skipped"
 		case "warn":
 			return "**WARN**"
+		case "undecided":
+			return "**UNDECIDED**"
 		}
 		return mdVerdict(c.text == "pass")
 	}
@@ -178,6 +182,8 @@ func (c cell) htmlValue() string {
 			return `<span class="badge skip">SKIPPED</span>`
 		case "warn":
 			return `<span class="badge note">WARN</span>`
+		case "undecided":
+			return `<span class="badge fail">UNDECIDED</span>`
 		}
 		return htmlBadge(c.text == "pass")
 	}

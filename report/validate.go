@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"slices"
 	"strconv"
 	"strings"
@@ -200,7 +201,7 @@ func validateEval(res evaldoc.Result) error {
 		}
 	}
 	for i, c := range res.Calls {
-		if res.ReplyShape == "limiter" && (c.Allowed == nil || c.Remaining == nil) {
+		if res.ReplyShape == "limiter" && (c.Allowed == nil || c.Remaining == nil && res.Reply == "") {
 			return fieldf("calls[%d] has no allowed and remaining, want both for reply_shape \"limiter\"", i)
 		}
 		if err := firstErr(
@@ -318,7 +319,7 @@ func validateCounts(path string, m map[string]int64) error {
 
 func validateLoad(res *tally.Result) error {
 	if err := firstErr(
-		oneOf("verdict", res.Verdict, "pass", "fail", "interrupted"),
+		oneOf("verdict", res.Verdict, "pass", "fail", "interrupted", doc.VerdictUndecided),
 		nonNeg("arrival_rate_per_s", res.RatePerS), nonNeg("duration_ms", res.DurationS*1000), nonNeg("elapsed_ms", res.ElapsedS*1000),
 		nonNeg("timeout_ms", res.TimeoutS*1000), nonNeg("identities", res.Identities),
 		nonNeg("planned", res.Planned), nonNeg("sent", res.Sent), nonNeg("dropped", res.Dropped),

@@ -55,6 +55,13 @@ func (r *Result) CheckList() []doc.Check {
 		if !c.Pass && r.Headers.AllowedBare > 0 && r.Headers.AllowedWith > 0 {
 			c.Message += "; " + failOpenLine(r.Headers)
 		}
+		if !c.Pass {
+			for _, n := range r.Notes {
+				if strings.HasPrefix(n, judge.InstancesPrefix) {
+					c.Message += "; " + n
+				}
+			}
+		}
 		if r.Faults != nil {
 			// the faults disturb the whole run's count on purpose; the
 			// fault checks judge it window by window
@@ -75,10 +82,18 @@ func (r *Result) CheckList() []doc.Check {
 	switch {
 	case !seen.Pass:
 		seen.Message = noLimiterMessage(r)
+	case delaysSeen(r):
+		seen.Message = fmt.Sprintf("no refusal, but %d of the %d requests the model delays were held as long: a limiter that delays", r.Expect.Delays.Met, r.Expect.Delays.Delayed)
 	case r.Responses == 0:
 		seen.Message = "no response to look at"
 	}
 	out = append(out, seen)
+	// decided while settling (no verdict yet), or read back from a run
+	// that was undecided: a document written before this check existed
+	// keeps the verdict it has
+	if why := r.undecided(); why != "" && !r.Interrupted && doc.Pass(out) && (r.Verdict == "" || r.Verdict == doc.VerdictUndecided) {
+		out = append(out, doc.Undecided(why))
+	}
 	done := doc.Check{ID: CheckCompleted, Pass: !r.Interrupted, Message: "the run was not interrupted"}
 	if r.Interrupted {
 		done.Message = fmt.Sprintf("interrupted after %ss: no verdict", fmtSeconds(r.ElapsedS))
@@ -294,9 +309,21 @@ const NoLimiterNoteUnrecorded = "no refusal seen (and the recording has no heade
 
 // NoLimiterSeen reports whether a run got responses but refused none and
 // saw no RateLimit, RateLimit-Policy or legacy X-RateLimit-* field.
+// Delays the model predicts and the target really held (a limiter that
+// delays rather than refuses: slowdown, leaky-bucket delay=) are a sign too.
 func NoLimiterSeen(res *Result) bool {
 	h := res.Headers
-	return res.Responses > 0 && res.RateLimited == 0 && h.RateLimit.Present == 0 && h.Policy.Present == 0 && h.Legacy == 0
+	return res.Responses > 0 && res.RateLimited == 0 && h.RateLimit.Present == 0 && h.Policy.Present == 0 && h.Legacy == 0 && !delaysSeen(res)
+}
+
+// delaysSeen reports whether a run without refusals was judged against a
+// model that delays and most of its delayed requests were held as long.
+func delaysSeen(res *Result) bool {
+	if res.Expect == nil || res.Expect.Delays == nil {
+		return false
+	}
+	d := res.Expect.Delays
+	return res.RateLimited == 0 && d.Met > 0 && 2*d.Met >= d.Delayed
 }
 
 // noLimiterMessage is NoLimiterNote, for a recording that could not show
@@ -306,4 +333,21 @@ func noLimiterMessage(res *Result) string {
 		return NoLimiterNoteUnrecorded
 	}
 	return NoLimiterNote
+}
+
+// undecided says why a run decided nothing ("" when it did): most
+// requests got no answer, or nothing was refused (and no delay the model
+// predicts was held), so the run cannot tell the limiter from none.
+func (r *Result) undecided() string {
+	unanswered := int64(0)
+	for _, n := range r.Errors {
+		unanswered += n
+	}
+	switch {
+	case r.Sent > 0 && 2*unanswered > r.Sent:
+		return fmt.Sprintf("%d of %d requests got no answer: too few answers to judge the limiter on", unanswered, r.Sent)
+	case r.Responses > 0 && r.RateLimited == 0 && !delaysSeen(r):
+		return fmt.Sprintf("nothing was refused (%d responses): this run cannot tell the limiter from no limiter; raise --rate or --duration past the quota, or --allow-undecided to accept a run without refusals", r.Responses)
+	}
+	return ""
 }

@@ -129,6 +129,10 @@ type VUStats struct {
 type GenStat struct {
 	FellBehind bool     `json:"fell_behind"`
 	Reasons    []string `json:"reasons,omitempty"`
+	// Causes are why it fell behind, one per kind of sign (Reasons say
+	// it in words, per segment in a merge); absent when it kept up and in
+	// documents written before causes were kept (GeneratorCauses).
+	Causes []Cause `json:"causes,omitempty"`
 }
 
 // Headers summarise the rate limit header checks over all responses.

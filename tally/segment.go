@@ -322,6 +322,7 @@ func Merge(docs []*Result) (*Result, error) {
 		sends += d.Sent
 	}
 	noteSeen := map[string]bool{}
+	var gen GenStat
 	lat, fromDue, late := []*hdrhistogram.Histogram{}, []*hdrhistogram.Histogram{}, []*hdrhistogram.Histogram{}
 	timeline := map[int]map[string]int64{}
 	var arrivals []judge.Arrival
@@ -398,14 +399,7 @@ func Merge(docs []*Result) (*Result, error) {
 		m.VUs.Peak += d.VUs.Peak
 		m.VUs.Added += d.VUs.Added
 		m.VUs.MaxBusy += d.VUs.MaxBusy
-		if d.Generator.FellBehind {
-			m.Generator.FellBehind = true
-			for _, r := range d.Generator.Reasons {
-				if len(m.Generator.Reasons) < MaxReasons {
-					m.Generator.Reasons = append(m.Generator.Reasons, fmt.Sprintf("segment %d: %s", si.Index, r))
-				}
-			}
-		}
+		gen.mergeSegment(si.Index, d)
 		mergeHeaders(&m.Headers, d.Headers)
 		if d.Headers.PolicyValue != "" {
 			policies[d.Headers.PolicyValue] += d.Headers.Policy.Valid
@@ -456,27 +450,26 @@ func Merge(docs []*Result) (*Result, error) {
 	}
 
 	// the thresholds, re-evaluated on the merged run
-	var ths []judge.Threshold
+	j := Judging{Generator: &gen}
 	for _, t := range first.Thresholds {
 		th, err := judge.ParseThreshold(t.Expr())
 		if err != nil {
 			return nil, exitcode.Usagef("merge: threshold %q: %v", t.Expr(), err)
 		}
-		ths = append(ths, th)
+		j.Thresholds = append(j.Thresholds, th)
 	}
-	m.JudgeThresholds(ths)
 	if fs.Expect != "" && !m.Interrupted && !m.Aborted {
 		x, err := judge.ParseExpect(fs.Expect)
 		if err != nil {
 			return nil, exitcode.Usagef("merge: --expect %q: %v", fs.Expect, err)
 		}
 		sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].SendNs < arrivals[j].SendNs })
-		j := judge.Judge(*x, judge.Input{Arrivals: arrivals, Identities: max(m.Identities, 1), StartMs: m.StartedAt.UnixMilli(),
+		jd := judge.Judge(*x, judge.Input{Arrivals: arrivals, Identities: max(m.Identities, 1), StartMs: m.StartedAt.UnixMilli(),
 			JitterMs: m.Latency.P99, Policy: m.Headers.PolicyValue})
-		m.Expect = &j
+		j.Expect = &jd
 		m.Segment.Arrivals = PackArrivals(arrivals)
 	}
-	m.Settle()
+	m.Settle(j)
 	return m, nil
 }
 

@@ -42,6 +42,7 @@ type Tally struct {
 	hdr       headerCounts
 	inspector header.Inspector // caches the last RateLimit-Policy parse
 	lastZero  bool             // the last response inspected said Retry-After: 0
+	lastLeft  int64            // the remaining quota the last admission reported; -1 unknown
 }
 
 // Statuses say how a run reads a status: which are the limiter's
@@ -230,6 +231,15 @@ func (t *Tally) Inspect(status int, h http.Header, now time.Time) {
 		}
 	}
 	t.lastZero = in.RetryAfterZero
+	t.lastLeft = -1
+	if judge.Allowed(status) {
+		switch {
+		case in.HasLimit && in.LimitErr == nil && len(in.Limits) > 0:
+			t.lastLeft = in.Limits[0].Remaining
+		case in.HasLegacy && in.Legacy.Remaining >= 0:
+			t.lastLeft = in.Legacy.Remaining
+		}
+	}
 	if in.RetryAfterZero {
 		c.retryZero++
 	}
@@ -545,3 +555,7 @@ func (z *Zeros) Observe(t *Tally, identity int, sendNs, doneNs int64, refused, z
 // Zero reports whether the last response Inspect saw was a refusal with
 // Retry-After: 0.
 func (t *Tally) Zero() bool { return t.lastZero }
+
+// Remaining is the remaining quota the last response inspected reported,
+// when it was an admission that said (-1 otherwise).
+func (t *Tally) Remaining() int64 { return t.lastLeft }

@@ -33,14 +33,33 @@ func (r Result) Pass() bool { return doc.Pass(r.CheckList()) }
 func (r Result) Failures() []string { return doc.Failures(r.CheckList()) }
 
 func deriveChecks(r Result) []Check {
-	return []Check{replyShapeCheck(r), ttlVerdict(r)}
+	checks := []Check{replyShapeCheck(r), ttlVerdict(r)}
+	if r.Expect != nil {
+		checks = append(checks, expectCheck(r))
+	}
+	return checks
+}
+
+// shape is how the replies are read, for messages.
+func (r Result) shape() string {
+	if r.Reply != "" {
+		return "as --reply " + r.Reply
+	}
+	return "{allowed 0/1, remaining, ...}"
 }
 
 func replyShapeCheck(r Result) Check {
 	c := Check{ID: CheckReplyShape, Pass: true}
 	switch {
 	case r.ReplyShape == "limiter":
-		c.Message = "every reply is a limiter decision {allowed 0/1, remaining, ...}"
+		for _, call := range r.Calls {
+			if call.Remaining != nil && *call.Remaining < 0 {
+				c.Pass = false
+				c.Message = fmt.Sprintf("call %d answered remaining %d: a limiter never has less than nothing left (did it admit a call it had no room for?)", call.N, *call.Remaining)
+				return c
+			}
+		}
+		c.Message = "every reply is a limiter decision " + r.shape()
 		if r.allAllowed() {
 			c.Message += "; " + r.untested()
 		}
@@ -50,20 +69,45 @@ func replyShapeCheck(r Result) Check {
 		if len(r.OtherShape) == 1 {
 			calls = "call "
 		}
-		c.Message = "some replies are a limiter decision {allowed 0/1, remaining, ...} and some are not (" + calls + joinCalls(r.OtherShape) + "): a caller cannot read every answer the same way"
+		c.Message = "some replies are a limiter decision " + r.shape() + " and some are not (" + calls + joinCalls(r.OtherShape) + "): a caller cannot read every answer the same way"
+	case r.Reply != "":
+		c.Pass = false
+		c.Message = "the replies do not read as --reply " + r.Reply + "; shown as they are"
 	default:
 		c.Message = "the replies are not a limiter decision {allowed 0/1, remaining, ...}; shown as they are"
 	}
 	return c
 }
 
+// expectCheck is the verdict of --expect: every call decided as the model
+// decides it at that call's time, or the first call that is not.
+func expectCheck(r Result) Check {
+	x := r.Expect
+	c := Check{ID: CheckExpect, Pass: x.Pass && r.ReplyShape == "limiter"}
+	switch {
+	case r.ReplyShape != "limiter":
+		c.Message = fmt.Sprintf("no decision to compare with %s: the replies do not read as a limiter's; describe them with --reply", x.Description)
+	default:
+		c.Message = x.Message()
+	}
+	return c
+}
+
 // Scope says what the verdict covers, for the verdict line ("verdict:
 // PASS  reply shape and TTL checked; ..."): eval checks that the replies
-// read as decisions and that no key is left without a TTL, not that the
-// script limits. When every call was allowed it says that limiting was not
-// tested and names the command that tests it.
+// read as decisions and that no key is left without a TTL and, with
+// --expect, that every decision is the model's; without it, it says the
+// decisions were not judged and how to judge them. When every call was
+// allowed it says that limiting was not tested and names the command that
+// tests it.
 func (r Result) Scope() string {
 	s := "reply shape and TTL checked"
+	switch {
+	case r.Expect != nil:
+		s = "reply shape, TTL and every decision against " + r.Expect.Description + " checked"
+	case r.ReplyShape == "limiter":
+		s += "; the decisions were not judged (--expect MODEL compares each with the model's, e.g. --expect token-bucket:burst=10,rate=5/s)"
+	}
 	if r.allAllowed() {
 		s += "; " + r.untested()
 	}

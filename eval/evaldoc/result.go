@@ -7,6 +7,7 @@ package evaldoc
 
 import (
 	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 )
 
@@ -24,7 +25,8 @@ const (
 // Check is one verdict of a run, as every document kind spells it
 // (doc.Check). An eval run makes two: "reply-shape" (the replies can be
 // read as a limiter's decisions) and "ttl" (no key the run touched is left
-// without a TTL).
+// without a TTL); with --expect a third, "expect" (every decision is the
+// model's at its call's time).
 type Check = doc.Check
 
 // The ids of eval's checks, and of the one check of a simulation
@@ -32,6 +34,7 @@ type Check = doc.Check
 const (
 	CheckReplyShape = "reply-shape"
 	CheckTTL        = "ttl"
+	CheckExpect     = "expect" // with --expect: every decision the model's
 	CheckModel      = "model-agrees"
 )
 
@@ -58,6 +61,12 @@ type Result struct {
 	OtherShape []int   `json:"other_shape_calls,omitempty"`
 	Calls      []Call  `json:"calls"`
 	Summary    Summary `json:"summary"`
+	// Reply is --reply as given: what each reply element means; empty for
+	// the default reading {allowed 0/1, remaining, retry ms, reset ms}.
+	Reply string `json:"reply,omitempty"`
+	// Expect is the verdict of --expect: each call's decision compared
+	// with the model's at that call's time; nil without --expect.
+	Expect *judge.Sequence `json:"expect,omitempty"`
 	// NoTTL lists keys the script touched that have no TTL (--script only).
 	NoTTL *TTLCheck `json:"no_ttl,omitempty"`
 	// Checks are the run's verdicts ("reply-shape", "ttl"); the run passes

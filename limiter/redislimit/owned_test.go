@@ -35,13 +35,16 @@ func exactParams(n int64) []limiter.Params {
 func TestStoreAdmitsExactly(t *testing.T) {
 	ctx := context.Background()
 	for _, tg := range redistest.All(t) {
+		// one store per client, as serve has: a store per case would keep
+		// the last case's connections for a second (idleAfter) and leave
+		// the next ones waiting for the pool
+		s := NewStore(tg.Client)
 		for _, p := range exactParams(25) {
 			t.Run(tg.Name+"/"+string(p.Algo), func(t *testing.T) {
 				l, err := limiter.NewLimiter(p)
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := NewStore(tg.Client)
 				_, owns := tg.Client.(*redis.Client)
 				if (s.owned != nil) != owns {
 					t.Fatalf("store owns connections: %v, want %v for %T", s.owned != nil, owns, tg.Client)
@@ -201,16 +204,24 @@ func TestStoreAfterDeadline(t *testing.T) {
 	if _, err := s.Allow(ctx, l, key); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.Do(ctx, "CLIENT", "PAUSE", 300, "WRITE").Err(); err != nil {
+	// the pause lasts until this test ends it (a pause timed to end
+	// by itself could end before the decision is sent on a busy machine)
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", 30_000, "WRITE").Err(); err != nil {
 		t.Fatalf("CLIENT PAUSE: %v", err)
 	}
+	unpause := func() error { return admin.Do(ctx, "CLIENT", "UNPAUSE").Err() }
+	t.Cleanup(func() { _ = unpause() })
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	_, err = s.Allow(short, l, key)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) || s.Reason(err) != limiter.FailTimeout {
 		t.Fatalf("Allow during a pause with a 50 ms deadline: %v (reason %v), want a timeout", err, s.Reason(err))
 	}
-	time.Sleep(300 * time.Millisecond) // the pause ends; the late decision runs
+	// the pause ends; the late decision runs (or is dropped with its
+	// connection)
+	if err := unpause(); err != nil {
+		t.Fatalf("CLIENT UNPAUSE: %v", err)
+	}
 	for i := range 5 {
 		if d, err := s.Allow(ctx, l, key); err != nil || !d.Allowed {
 			t.Fatalf("decision %d after the deadline: %+v, %v", i, d, err)

@@ -76,6 +76,28 @@ async function express() {
   return http.createServer(app);
 }
 
+// slowdown is express-slow-down: express-rate-limit's counting (a fixed
+// window from a key's first hit, MemoryStore) with every request over
+// delayAfter held (used - delayAfter) x stepMs, at most maxDelayMs.
+async function slowdown() {
+  const expressLib = require('express');
+  const esd = require('express-slow-down');
+  const slowDown = esd.slowDown || esd.default || esd;
+  const { ipKeyGenerator } = require('express-rate-limit');
+  const options = {
+    windowMs: cfg.windowMs,
+    delayAfter: cfg.limit,
+    // the documented form of a delay growing by step per request
+    delayMs: (used, req) => (used - req.slowDown.limit) * cfg.stepMs,
+    keyGenerator: (req) => clientKey(req, ipKeyGenerator(req.ip)),
+  };
+  if (cfg.maxDelayMs > 0) options.maxDelayMs = cfg.maxDelayMs;
+  const app = expressLib();
+  app.use(slowDown(options));
+  app.use((req, res) => res.type('text/plain').send('ok\n'));
+  return http.createServer(app);
+}
+
 async function flexible() {
   const flex = require('rate-limiter-flexible');
   const opts = {
@@ -140,6 +162,7 @@ async function main() {
   switch (cfg.kind) {
     case 'express': server = await express(); break;
     case 'flexible': server = await flexible(); break;
+    case 'slowdown': server = await slowdown(); break;
     default: throw new Error(`unknown kind ${JSON.stringify(cfg.kind)}`);
   }
   server.keepAliveTimeout = 30000;

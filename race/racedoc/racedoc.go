@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ratelimit-dev/ratelimit/doc"
+	"github.com/ratelimit-dev/ratelimit/judge"
 )
 
 // Kind and Version identify a race result document.
@@ -33,11 +34,14 @@ const (
 // Result is the race result document (kind "race", version 2).
 type Result struct {
 	doc.Header
-	RunID         string     `json:"run_id"`
-	KeyPattern    string     `json:"key_pattern"` // the run's keys, race:{<run id>}:*
-	Node          string     `json:"node,omitempty"`
-	Concurrency   int        `json:"concurrency"`
-	Limit         int64      `json:"limit"`
+	RunID       string `json:"run_id"`
+	KeyPattern  string `json:"key_pattern"` // the run's keys, race:{<run id>}:*
+	Node        string `json:"node,omitempty"`
+	Concurrency int    `json:"concurrency"`
+	Limit       int64  `json:"limit"`
+	// Expect is the model the user script was judged against (--expect),
+	// as given; empty when it was judged against the limit.
+	Expect        string     `json:"expect,omitempty"`
 	Trials        int        `json:"trials"`
 	WatchAttempts int        `json:"watch_attempts"`
 	Strategies    []Strategy `json:"strategies"`
@@ -82,6 +86,10 @@ type Strategy struct {
 	AllowedMedian float64   `json:"allowed_median"`
 	AllowedMax    int       `json:"allowed_max"`
 	ErrorSample   string    `json:"error_sample,omitempty"`
+	// Expected is, per trial, what the --expect model admits over the
+	// trial as it ran (the user script only, with --expect): between its
+	// admissions with every call decided at its send and at its answer.
+	Expected []judge.Bounds `json:"expected,omitempty"`
 }
 
 // CheckList is Checks, or the checks derived from the strategies when
@@ -127,11 +135,17 @@ func ExactExpected(name string) bool {
 // Checks returns the checks of a result, one per strategy in order: a
 // strategy that must be atomic fails when it admitted more than the limit
 // in a trial, one that must be exact (ExactExpected) also when it
-// admitted fewer than min(limit, concurrency).
+// admitted fewer than min(limit, concurrency). A user script judged
+// against a model (--expect) fails instead when a trial's admissions lie
+// outside what the model admits over that trial (Expected).
 func Checks(r Result) []doc.Check {
 	want := min(r.Limit, int64(r.Concurrency)) // what an exact limiter admits on a fresh key
 	out := []doc.Check{}
 	for _, s := range r.Strategies {
+		if len(s.Expected) > 0 {
+			out = append(out, modelCheck(s, r.Concurrency))
+			continue
+		}
 		var failures []string
 		for t, a := range s.Allowed {
 			switch {
@@ -148,6 +162,62 @@ func Checks(r Result) []doc.Check {
 		out = append(out, strategyCheck(s, r.Limit, failures))
 	}
 	return out
+}
+
+// RefillHint is what an over-admitting user script judged by --limit is
+// told, after its failures: a script that refills during a trial admits
+// more than the limit, and --expect judges it by its model over the
+// trial's real duration. The race adds it to the check it computes (a
+// document's checks are kept as the run wrote them).
+func RefillHint(s Strategy, limit int64) string {
+	longest := 0.0
+	for _, w := range s.WallMs {
+		longest = max(longest, w)
+	}
+	return fmt.Sprintf("the longest trial took %s ms, and a script that refills during a trial admits more than --limit: "+
+		"judge it by the model it implements with --expect MODEL (e.g. --expect token-bucket:burst=%d,rate=R)",
+		strconv.FormatFloat(longest, 'f', 1, 64), limit)
+}
+
+// modelCheck is the check of a user script judged against a model: each
+// trial's admissions within the model's bounds over that trial.
+func modelCheck(s Strategy, concurrency int) doc.Check {
+	c := doc.Check{ID: s.Name, Pass: true}
+	var failures []string
+	for t, b := range s.Expected {
+		if b.Pass {
+			continue
+		}
+		kind := "over-admission"
+		if b.Observed < b.Low {
+			kind = "under-admission"
+		}
+		failures = append(failures, fmt.Sprintf("%s: %s admitted %d of %d in trial %d; %s admits %s over the trial's %s ms (from the first call's send to the last call's answer)",
+			kind, s.Label, b.Observed, concurrency, t+1, b.Description, b.Range(), strconv.FormatFloat(b.SpanMs, 'f', 1, 64)))
+	}
+	if len(failures) > 0 {
+		c.Pass, c.Message = false, strings.Join(failures, "; ")
+		return c
+	}
+	c.Message = fmt.Sprintf("admitted what %s admits over each trial as it ran, in every trial", s.Expected[0].Description)
+	return c
+}
+
+// PassLine says what a passing run showed, for every format's verdict
+// line: no strategy that must be atomic over the limit, and the user
+// script within its model when it was judged by one.
+func PassLine(r Result) string {
+	line := fmt.Sprintf("no strategy that must be atomic admitted more than the limit of %d", r.Limit)
+	for _, s := range r.Strategies {
+		if len(s.Expected) == 0 {
+			continue
+		}
+		line = fmt.Sprintf("%s admitted what %s admits over each trial as it ran", s.Label, s.Expected[0].Description)
+		if len(r.Strategies) > 1 {
+			line = fmt.Sprintf("no built-in strategy that must be atomic admitted more than the limit of %d; %s", r.Limit, line)
+		}
+	}
+	return line
 }
 
 // strategyCheck is the check of one strategy: its failures joined, or

@@ -1,0 +1,69 @@
+package judge
+
+import (
+	"testing"
+	"time"
+)
+
+// bucketAnswers simulates n token buckets of capacity c refilled at r per
+// second, taking turns (round robin), at the given send times; each
+// request is decided 1 ms after it is sent and answered at once. It
+// returns the admissions and what they reported.
+func bucketAnswers(n int, c, r float64, sends []time.Duration) []Answer {
+	t0 := time.Unix(1000, 0)
+	tokens := make([]float64, n)
+	last := make([]time.Duration, n)
+	for i := range tokens {
+		tokens[i] = c
+	}
+	var out []Answer
+	for i, s := range sends {
+		k := i % n
+		at := s + time.Millisecond
+		tokens[k] = min(c, tokens[k]+(at-last[k]).Seconds()*r)
+		last[k] = at
+		if tokens[k] >= 1 {
+			tokens[k]--
+			out = append(out, Answer{Sent: t0.Add(s), Done: t0.Add(at + time.Millisecond), Remaining: int64(tokens[k])})
+		}
+	}
+	return out
+}
+
+func TestInstances(t *testing.T) {
+	burst := func(k int) []time.Duration { // k requests in flight at once
+		out := make([]time.Duration, k)
+		for i := range out {
+			out[i] = time.Duration(i) * 10 * time.Microsecond
+		}
+		return out
+	}
+	steady := func(every time.Duration, d time.Duration) []time.Duration {
+		var out []time.Duration
+		for s := time.Duration(0); s < d; s += every {
+			out = append(out, s)
+		}
+		return out
+	}
+	perToken := 200 * time.Millisecond // 5 per second
+	tests := []struct {
+		name      string
+		answers   []Answer
+		min, most int
+	}{
+		{"one bucket, a burst", bucketAnswers(1, 5, 5, burst(20)), 1, 1},
+		{"three buckets, a burst", bucketAnswers(3, 5, 5, burst(20)), 3, 3},
+		{"one bucket of 1000, a burst", bucketAnswers(1, 1000, 100, burst(1100)), 1, 1},
+		{"one bucket at 20/s for 9 s", bucketAnswers(1, 5, 5, steady(50*time.Millisecond, 9*time.Second)), 1, 1},
+		{"three buckets at 20/s for 9 s", bucketAnswers(3, 5, 5, steady(50*time.Millisecond, 9*time.Second)), 2, 4},
+	}
+	for _, tt := range tests {
+		n, ev := Instances(tt.answers, perToken)
+		if n < tt.min || n > tt.most {
+			t.Errorf("%s: Instances = %d (%s), want %d to %d", tt.name, n, ev, tt.min, tt.most)
+		}
+		if n >= 2 && ev == "" {
+			t.Errorf("%s: %d counters without evidence", tt.name, n)
+		}
+	}
+}

@@ -1,0 +1,318 @@
+package probe
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratelimit-dev/ratelimit/doc"
+)
+
+// bucket is a token bucket of capacity c refilled at r per second, kept
+// per key: the reference the fakes below decide with.
+type bucket struct {
+	mu   sync.Mutex
+	c, r float64
+	keys map[string]*[2]float64 // tokens, last (seconds)
+}
+
+func newBucket(c, r float64) *bucket { return &bucket{c: c, r: r, keys: map[string]*[2]float64{}} }
+
+// take decides one request of key now: admitted and the whole tokens left.
+func (b *bucket) take(key string) (bool, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := float64(time.Now().UnixNano()) / 1e9
+	s := b.keys[key]
+	if s == nil {
+		s = &[2]float64{b.c, now}
+		b.keys[key] = s
+	}
+	s[0] = min(b.c, s[0]+(now-s[1])*b.r)
+	s[1] = now
+	if s[0] >= 1 {
+		s[0]--
+		return true, int(s[0])
+	}
+	return false, 0
+}
+
+// fake serves h on a free loopback port, stopped at cleanup.
+func fake(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// limited writes a 429 with an honest Retry-After.
+func limited(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "1")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusTooManyRequests)
+}
+
+// TestNoEvidenceIsNeverPass: targets that give no evidence of a limiter,
+// or evidence against the one they advertise, are undecided or fail, exit
+// 1, never pass, never an internal error: the audit and the fingerprint
+// alike (issue 29, item 3, 4, 5).
+func TestNoEvidenceIsNeverPass(t *testing.T) {
+	targets := []struct {
+		name string
+		url  func(t *testing.T) string
+		mod  func(*Options)
+		// want is the audit's verdict; fp the fingerprint's
+		want, fp string
+	}{
+		{"never refuses, advertising q=5", func(t *testing.T) string {
+			return fake(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("RateLimit-Policy", `"d";q=5;w=1`)
+				fmt.Fprintln(w, "ok")
+			})
+		}, nil, doc.VerdictFail, doc.VerdictUndecided},
+		{"never refuses, nothing advertised", func(t *testing.T) string {
+			return fake(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+		}, nil, "", doc.VerdictUndecided},
+		{"refuses everything", func(t *testing.T) string {
+			return fake(t, func(w http.ResponseWriter, r *http.Request) { limited(w) })
+		}, func(o *Options) { o.MaxWait, o.MaxTime = 2*time.Second, 4*time.Second }, doc.VerdictFail, doc.VerdictUndecided},
+		{"random admitter (97%)", func(t *testing.T) string {
+			return fake(t, func(w http.ResponseWriter, r *http.Request) {
+				if rand.IntN(100) < 3 {
+					limited(w)
+					return
+				}
+				fmt.Fprintln(w, "ok")
+			})
+		}, nil, "", ""},
+		{"lying policy q=1000000, enforcing 5/s", func(t *testing.T) string {
+			b := newBucket(5, 5)
+			return fake(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("RateLimit-Policy", `"d";q=1000000;w=1`)
+				if ok, _ := b.take(r.Header.Get(DefaultIdentityHeader)); !ok {
+					limited(w)
+					return
+				}
+				fmt.Fprintln(w, "ok")
+			})
+		}, nil, doc.VerdictFail, ""},
+		{"--budget 1", func(t *testing.T) string {
+			b := newBucket(5, 5)
+			return fake(t, func(w http.ResponseWriter, r *http.Request) {
+				if ok, _ := b.take(r.Header.Get(DefaultIdentityHeader)); !ok {
+					limited(w)
+					return
+				}
+				fmt.Fprintln(w, "ok")
+			})
+		}, func(o *Options) { o.Budget = 1 }, "", doc.VerdictUndecided},
+		{"resets most connections", func(t *testing.T) string {
+			var n atomic.Int64
+			return fake(t, func(w http.ResponseWriter, r *http.Request) {
+				if n.Add(1)%12 != 1 { // the first answered, then 11 of 12 reset
+					if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+						if tc, ok := c.(*net.TCPConn); ok {
+							_ = tc.SetLinger(0)
+						}
+						c.Close()
+						return
+					}
+				}
+				fmt.Fprintln(w, "ok")
+			})
+		}, func(o *Options) { o.MaxTime = 20 * time.Second }, "", doc.VerdictUndecided},
+	}
+	for _, tt := range targets {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			url := tt.url(t)
+			res := probe(t, url, func(o *Options) {
+				if tt.mod != nil {
+					tt.mod(o)
+				}
+			})
+			if res.Pass() || tt.want != "" && res.Verdict != tt.want {
+				dump(t, res)
+				t.Errorf("probe: verdict %s, want %s (never pass)", res.Verdict, cmpOr(tt.want, "fail or undecided"))
+			}
+			fp := fingerprint(t, url, func(o *Options) {
+				if tt.mod != nil {
+					tt.mod(o)
+				}
+			})
+			if fp.Pass() || tt.fp != "" && fp.Verdict != tt.fp {
+				dumpFingerprint(t, fp)
+				t.Errorf("fingerprint: verdict %s, want %s (never pass)", fp.Verdict, cmpOr(tt.fp, "fail or undecided"))
+			}
+			if fp.Verdict == doc.VerdictUndecided && !strings.HasPrefix(fp.Checks[0].Message, "undecided: ") {
+				t.Errorf("fingerprint undecided without the reason: %q", fp.Checks[0].Message)
+			}
+		})
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// TestLyingPolicyFailsPolicy: refusals after 5 admitted requests
+// contradict an advertised q=1000000: the policy check fails on that
+// evidence (issue 29 item 5).
+func TestLyingPolicyFailsPolicy(t *testing.T) {
+	t.Parallel()
+	b := newBucket(5, 5)
+	url := fake(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("RateLimit-Policy", `"d";q=1000000;w=1`)
+		if ok, _ := b.take(r.Header.Get(DefaultIdentityHeader)); !ok {
+			limited(w)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	res := probe(t, url)
+	st := statusOf(res)
+	if st[CheckPolicy] != Fail || st[CheckLimitedStatus] != Pass {
+		dump(t, res)
+		t.Fatalf("policy %s, limited-status %s; want fail (refused after about 5, advertised 1000000), pass", st[CheckPolicy], st[CheckLimitedStatus])
+	}
+}
+
+// TestRetryAfterZeroLateInWindow: a fixed window of 5 per 2 s that sends
+// Retry-After: 0 in the last half second of each window, where a retry at
+// once is still refused: retry-after-honest judges every refusal and
+// every retry the probe made, and fails (issue 29 item 7). The control:
+// the same window with an honest Retry-After passes.
+func TestRetryAfterZeroLateInWindow(t *testing.T) {
+	for _, lie := range []bool{true, false} {
+		t.Run(fmt.Sprintf("lie=%v", lie), func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			type win struct {
+				start time.Time
+				n     int
+			}
+			keys := map[string]*win{}
+			const q, w = 5, 2 * time.Second
+			url := fake(t, func(rw http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				k := r.Header.Get(DefaultIdentityHeader) + "|" + r.RemoteAddr[:strings.LastIndex(r.RemoteAddr, ":")]
+				now := time.Now()
+				x := keys[k]
+				if x == nil || now.Sub(x.start) >= w {
+					x = &win{start: now}
+					keys[k] = x
+				}
+				x.n++
+				n, left := x.n, x.start.Add(w).Sub(now)
+				mu.Unlock()
+				rw.Header().Set("RateLimit-Policy", fmt.Sprintf(`"d";q=%d;w=2`, q))
+				rw.Header().Set("RateLimit", fmt.Sprintf(`"d";r=%d;t=%d`, max(q-n, 0), int(left.Seconds()+0.999)))
+				if n > q {
+					ra := int(left.Seconds() + 0.999)
+					if lie && left < 700*time.Millisecond {
+						ra = 0
+					}
+					rw.Header().Set("Retry-After", fmt.Sprint(ra))
+					rw.Header().Set("Cache-Control", "no-store")
+					rw.WriteHeader(http.StatusTooManyRequests)
+					return
+				}
+				fmt.Fprintln(rw, "ok")
+			})
+			res := probe(t, url)
+			st := statusOf(res)
+			if lie && st[CheckRetryAfterHonest] != Fail {
+				dump(t, res)
+				t.Fatalf("Retry-After: 0 late in the window: retry-after-honest %s, want fail", st[CheckRetryAfterHonest])
+			}
+			if !lie && st[CheckRetryAfterHonest] == Fail {
+				dump(t, res)
+				t.Fatalf("an honest Retry-After: retry-after-honest fails")
+			}
+		})
+	}
+}
+
+// TestSharedQuotaUnreadableReset (issue 29 item 6): a fixed window of 5
+// per 2 s keyed by the client's address whose reset the probe cannot read
+// (X-RateLimit-Reset in a format of its own): the probe waits for the
+// quota to come back instead of skipping, so the spoofing phase runs; a
+// limiter keyed by the raw X-Forwarded-For value fails ip-spoofing, one
+// keyed by the peer passes it.
+func TestSharedQuotaUnreadableReset(t *testing.T) {
+	for _, trustXFF := range []bool{false, true} {
+		t.Run(fmt.Sprintf("trust-xff=%v", trustXFF), func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			type win struct {
+				start time.Time
+				n     int
+			}
+			keys := map[string]*win{}
+			const q, w = 5, 2 * time.Second
+			url := fake(t, func(rw http.ResponseWriter, r *http.Request) {
+				k := r.RemoteAddr[:strings.LastIndex(r.RemoteAddr, ":")]
+				if v := r.Header.Get("X-Forwarded-For"); trustXFF && v != "" {
+					k = v
+				}
+				mu.Lock()
+				now := time.Now()
+				x := keys[k]
+				if x == nil || now.Sub(x.start) >= w {
+					x = &win{start: now}
+					keys[k] = x
+				}
+				x.n++
+				n := x.n
+				mu.Unlock()
+				rw.Header().Set("X-RateLimit-Limit", fmt.Sprint(q))
+				rw.Header().Set("X-RateLimit-Remaining", fmt.Sprint(max(q-n, 0)))
+				rw.Header().Set("X-RateLimit-Reset", "soon")
+				if n > q {
+					rw.Header().Set("Cache-Control", "no-store")
+					rw.WriteHeader(http.StatusTooManyRequests) // no Retry-After either
+
+					return
+				}
+				fmt.Fprintln(rw, "ok")
+			})
+			res := probe(t, url, func(o *Options) { o.MaxWait = 10 * time.Second })
+			st := statusOf(res)
+			if !res.Shared {
+				dump(t, res)
+				t.Fatalf("the identities share one quota: the probe did not see it")
+			}
+			want := Pass
+			if trustXFF {
+				want = Fail
+			}
+			if st[CheckSpoofing] != want {
+				dump(t, res)
+				t.Fatalf("ip-spoofing %s, want %s", st[CheckSpoofing], want)
+			}
+			if !anyNote(res.Notes, "reset is not announced") {
+				dump(t, res)
+				t.Errorf("the notes do not say the probe waited for an unannounced reset")
+			}
+		})
+	}
+}
+
+func anyNote(notes []string, sub string) bool {
+	for _, n := range notes {
+		if strings.Contains(n, sub) {
+			return true
+		}
+	}
+	return false
+}
