@@ -7,7 +7,7 @@
 # Builds the binary into a temp dir, writes N keys to a temp file, times
 #   ratelimit keyslot -f FILE -o json > /dev/null
 # end to end, runs the in-memory Go benchmark (BenchmarkSlot), starts a
-# disposable 3-primary cluster with `ratelimit sandbox --cluster`, sends the
+# disposable 3-primary cluster with `ratelimit sandbox --topology cluster`, sends the
 # same N keys as pipelined CLUSTER KEYSLOT commands to one node, and prints
 # keys/s for each and the ratio. Needs go, redis-server and redis-cli; stops
 # the sandbox and removes the temp dir on exit.
@@ -62,7 +62,7 @@ MEM_RATE=$(cd "$ROOT" && go test -run '^$' -bench '^BenchmarkSlot$' -benchtime 2
 	awk '/^BenchmarkSlot/ { for (i = 1; i <= NF; i++) if ($(i+1) == "slots/s") printf "%.0f", $i }')
 
 echo "starting a sandbox cluster"
-"$BIN" sandbox --cluster --for 10m > "$TMP/sandbox.out" 2> "$TMP/sandbox.err" &
+"$BIN" sandbox --topology cluster --for 10m > "$TMP/sandbox.out" 2> "$TMP/sandbox.err" &
 SB_PID=$!
 URL=""
 for _ in $(seq 1 300); do

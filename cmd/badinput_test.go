@@ -111,8 +111,8 @@ func TestBadInputs(t *testing.T) {
 		// sandbox
 		{"sandbox daemonize", []string{"sandbox", "--server-arg=--daemonize", "--server-arg=yes", "--for", "1s"}, nil, exitcode.Usage, "daemonize"},
 		{"sandbox primaries without cluster", []string{"sandbox", "--primaries", "3", "--for", "1s"}, nil, exitcode.Usage, ""},
-		{"sandbox too many primaries", []string{"sandbox", "--cluster", "--primaries", "1000", "--for", "1s"}, nil, exitcode.Usage, ""},
-		{"sandbox too many replicas", []string{"sandbox", "--cluster", "--replicas", "100", "--for", "1s"}, nil, exitcode.Usage, ""},
+		{"sandbox too many primaries", []string{"sandbox", "--topology", "cluster", "--primaries", "1000", "--for", "1s"}, nil, exitcode.Usage, ""},
+		{"sandbox too many replicas", []string{"sandbox", "--topology", "cluster", "--replicas", "100", "--for", "1s"}, nil, exitcode.Usage, ""},
 		{"sandbox negative port base", []string{"sandbox", "--port-base", "-1", "--for", "1s"}, nil, exitcode.Usage, ""},
 	}
 	for _, tt := range tests {

@@ -219,3 +219,77 @@ func TestReadmeJourneysSayWhatTheyWrite(t *testing.T) {
 		t.Errorf("found %d written files in the recipes, want at least 4 (lua, keyslot.xml, results.bin, report.html)", n)
 	}
 }
+
+// TestConnectionFlagsOnlyWhereUsed (issue 32): probe, load and report
+// accepted --redis and --tls-*, which they never use (probe --redis
+// embedded URL ran without a word); sandbox's --cluster (start a cluster)
+// shared its name with the global --cluster (force a cluster client). The
+// commands that connect to no Redis do not offer the connection flags (a
+// one-line exit 2 naming the flag), their help does not list them, and
+// sandbox starts a cluster with --topology cluster; its old --cluster
+// still does, with a notice, so no script breaks silently.
+func TestConnectionFlagsOnlyWhereUsed(t *testing.T) {
+	for _, args := range [][]string{
+		{"load", "--target", "http://127.0.0.1:1/", "--rate", "1/s", "--duration", "1s"},
+		{"report", filepath.Join("..", "report", "testdata", "failover.json")},
+		{"probe", "http://127.0.0.1:1/"},
+		{"merge", filepath.Join("..", "report", "testdata", "load.json")},
+		{"scripts"},
+		{"sandbox", "--for", "1ms"},
+	} {
+		for _, flag := range [][]string{{"--redis", "embedded"}, {"--tls-ca", "ca.pem"}, {"--tls-skip-verify"}, {"--redis-timeout", "1s"}, {"--cluster=false"}} {
+			if args[0] == "sandbox" && strings.HasPrefix(flag[0], "--cluster") {
+				continue // sandbox's own, deprecated --cluster
+			}
+			tf := newTestFactory(t)
+			full := append(append([]string{}, args...), flag...)
+			code := tf.execute(t, full...)
+			name := strings.SplitN(strings.TrimPrefix(flag[0], "--"), "=", 2)[0]
+			if e := tf.ErrOut.String(); code != exitcode.Usage || strings.Count(e, "\n") != 1 || !strings.Contains(e, "--"+name) || !strings.Contains(e, "drop") {
+				t.Errorf("ratelimit %s = %d, stderr %q; want exit 2 in one line saying to drop --%s", strings.Join(full, " "), code, e, name)
+			}
+		}
+		tf := newTestFactory(t)
+		tf.execute(t, args[0], "--help")
+		h := tf.Out.String()
+		if i := strings.Index(h, "\nFlags:"); i >= 0 {
+			h = h[i:] // the flags the command offers, not its prose
+		}
+		if strings.Contains(h, "--redis ") || strings.Contains(h, "--tls-ca") || strings.Contains(h, "--redis-timeout") {
+			t.Errorf("%s --help offers the connection flags:\n%s", args[0], h)
+		}
+	}
+	for _, c := range redisCommands {
+		tf := newTestFactory(t)
+		tf.execute(t, c, "--help")
+		if h := tf.Out.String(); !strings.Contains(h, "--redis ") || !strings.Contains(h, "--tls-ca") || !strings.Contains(h, "--cluster") {
+			t.Errorf("%s --help does not offer the connection flags:\n%s", c, h)
+		}
+	}
+	for _, tt := range []struct {
+		args    []string
+		cluster bool
+		notice  bool
+		code    int
+	}{
+		{nil, false, false, exitcode.OK},
+		{[]string{"--topology", "cluster"}, true, false, exitcode.OK},
+		{[]string{"--cluster"}, true, true, exitcode.OK},
+		{[]string{"--topology", "standalone", "--cluster"}, false, true, exitcode.Usage},
+		{[]string{"--topology", "ring"}, false, false, exitcode.Usage},
+	} {
+		tf := newTestFactory(t)
+		var got *sandboxOptions
+		c := newSandboxCmd(tf.Factory, func(o *sandboxOptions) error { got = o; return nil })
+		c.SetArgs(tt.args)
+		c.SetOut(tf.Out)
+		c.SetErr(tf.ErrOut)
+		err := c.Execute()
+		if code := exitcode.Code(err); code != tt.code || code == exitcode.OK && (got == nil || got.Cluster != tt.cluster) {
+			t.Errorf("sandbox %v: exit %d (%v), options %+v; want exit %d, cluster %v", tt.args, code, err, got, tt.code, tt.cluster)
+		}
+		if n := strings.Contains(tf.ErrOut.String(), "--topology cluster"); n != tt.notice && tt.code == exitcode.OK {
+			t.Errorf("sandbox %v: notice %v, want %v: %q", tt.args, n, tt.notice, tf.ErrOut.String())
+		}
+	}
+}

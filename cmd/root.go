@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/secret"
@@ -44,7 +46,10 @@ func run(ctx context.Context, f *Factory, args []string) (code int) {
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		started = true
 		f.formats = commandFormats[c.Name()]
-		if c.Flags().Changed("cluster") {
+		if err := notOffered(c); err != nil {
+			return err
+		}
+		if usesRedis(c) && c.Flags().Changed("cluster") {
 			v, _ := c.Flags().GetBool("cluster")
 			f.Global.Cluster = &v
 		}
@@ -177,6 +182,41 @@ func suggest(root *cobra.Command, err error) error {
 	return errors.New(msg)
 }
 
+// redisCommands are the commands that connect to Redis: only they offer
+// --redis, --tls-*, --cluster and --redis-timeout. A command that never
+// connects does not take them (load names its faults' server with
+// --fault-redis), so a --redis given to it is an error, not ignored.
+var redisCommands = []string{"eval", "race", "keyslot", "serve", "failover"}
+
+// redisFlagNames are the connection's flags.
+var redisFlagNames = []string{"redis", "tls-ca", "tls-cert", "tls-key", "tls-skip-verify", "cluster", "redis-timeout"}
+
+func usesRedis(c *cobra.Command) bool { return slices.Contains(redisCommands, c.Name()) }
+
+// notOffered refuses a connection flag given to a command that connects
+// to no Redis (exit 2), before it runs: the flag would be ignored. A
+// command's own flag of the same name (sandbox's old --cluster) is its own.
+func notOffered(c *cobra.Command) error {
+	if usesRedis(c) || c.Root() == c {
+		return nil
+	}
+	for _, name := range redisFlagNames {
+		fl := c.Flags().Lookup(name)
+		if fl == nil || !fl.Changed || fl != c.Root().PersistentFlags().Lookup(name) {
+			continue
+		}
+		if c.Name() == "sandbox" {
+			return exitcode.Usagef("sandbox starts its own servers and connects to none; drop --%s (pass the printed URL as --redis to the other commands)", name)
+		}
+		why := "it connects to no Redis"
+		if c.Name() == "load" {
+			why += " (faults name theirs with --fault-redis)"
+		}
+		return exitcode.Usagef("%s does not take --%s: %s; drop it (the commands that do: %s)", c.Name(), name, why, strings.Join(redisCommands, ", "))
+	}
+	return nil
+}
+
 // NewRootCmd builds the command tree with its persistent flags.
 func NewRootCmd(f *Factory) *cobra.Command {
 	root := &cobra.Command{
@@ -185,8 +225,10 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		Long: `ratelimit tests rate limiters that run as Lua scripts on Redis, Redis Cluster
 or Valkey, and the HTTP services in front of them.
 
-Redis is taken from --redis, else REDIS_URL, else redis://localhost:6379/0 if
-something answers there, else an embedded in-process server (miniredis).
+The commands that talk to Redis (` + strings.Join(redisCommands, ", ") + `) take --redis, --tls-*,
+--cluster and --redis-timeout; the others do not offer them. Redis is taken
+from --redis, else REDIS_URL, else redis://localhost:6379/0 if something
+answers there, else an embedded in-process server (miniredis).
 --redis embedded always takes the embedded server, whatever else runs here.
 
 Start with: ratelimit race --redis embedded (the README has one recipe per
@@ -216,6 +258,29 @@ Exit codes: 0 ok, 1 a check or verdict failed, 2 usage or bad input,
 	pf.BoolVar(&g.NoColor, "no-color", false, "disable colour (NO_COLOR is honoured too)")
 	pf.DurationVar(&g.RedisTimeout, "redis-timeout", g.RedisTimeout, "timeout for dialling and for each Redis command (positive, e.g. 500ms)")
 	addCommands(root, f)
+	// a command that connects to no Redis does not list the connection's
+	// flags in its help (notOffered refuses them)
+	for _, c := range root.Commands() {
+		if usesRedis(c) {
+			continue
+		}
+		help := c.HelpFunc()
+		c.SetHelpFunc(func(c *cobra.Command, args []string) {
+			var hidden []*pflag.Flag
+			for _, name := range redisFlagNames {
+				if fl := root.PersistentFlags().Lookup(name); fl != nil && !fl.Hidden {
+					fl.Hidden = true
+					hidden = append(hidden, fl)
+				}
+			}
+			defer func() {
+				for _, fl := range hidden {
+					fl.Hidden = false
+				}
+			}()
+			help(c, args)
+		})
+	}
 	root.SetUsageTemplate(withoutExamples(withFormats(root.UsageTemplate())))
 	root.SetHelpTemplate(helpTemplate)
 	root.Version = version.Get().String()

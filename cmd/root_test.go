@@ -131,7 +131,7 @@ func TestUsageErrors(t *testing.T) {
 		{"sandbox", "extra-arg"},
 		{"sandbox", "--for", "abc"},
 		{"-o", "yaml", "sandbox"},
-		{"sandbox", "--cluster", "--primaries", "2"},
+		{"sandbox", "--topology", "cluster", "--primaries", "2"},
 	} {
 		tf := newTestFactory(t)
 		code := tf.execute(t, args...)
@@ -189,7 +189,7 @@ func TestInterruptedExitCode(t *testing.T) {
 	tf := newTestFactory(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // Ctrl-C before the servers are up
-	if code := run(ctx, tf.Factory, []string{"sandbox", "--cluster"}); code != exitcode.Interrupted {
+	if code := run(ctx, tf.Factory, []string{"sandbox", "--topology", "cluster"}); code != exitcode.Interrupted {
 		t.Errorf("sandbox interrupted while starting: exit = %d, want 130 (stderr %q)", code, tf.ErrOut.String())
 	}
 	if !strings.Contains(tf.ErrOut.String(), "interrupted") {

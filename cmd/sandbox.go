@@ -25,13 +25,11 @@ type sandboxOptions struct {
 	For       time.Duration
 	ServerArg []string
 	Timeout   time.Duration
-	// Refused names a global flag given that sandbox does not use.
-	Refused string
+	// Topology is --topology: standalone or cluster (Cluster is read from it).
+	Topology string
+	// OldCluster: the deprecated --cluster was given.
+	OldCluster bool
 }
-
-// sandboxIgnores are the global flags that choose a server to connect to;
-// sandbox starts servers and connects to none, so it refuses them.
-var sandboxIgnores = []string{"redis", "tls-ca", "tls-cert", "tls-key", "tls-skip-verify", "redis-timeout"}
 
 func newSandboxCmd(f *Factory, run func(*sandboxOptions) error) *cobra.Command {
 	opts := &sandboxOptions{f: f}
@@ -47,8 +45,12 @@ Output (-o): text (the URL on standard output) or json (one indented JSON
 object on several lines, printed once the servers are up: kind, version, url,
 addrs, cluster, product, dir). There is no markdown or junit output:
 sandbox checks nothing and reports no results, it only starts servers. It
-connects to no existing server, so --redis, --redis-timeout and the --tls-*
-flags are refused.
+connects to no existing server, so it takes no --redis, --redis-timeout,
+--tls-* or global --cluster.
+
+--topology cluster starts a cluster (it was --cluster, which the commands that
+connect read as "force a cluster client"; --cluster still starts one, with a
+notice on standard error).
 
 ` + fmt.Sprintf(`Ceilings: at most %d primaries, %d replicas per primary and %d nodes in all;
 --port-base from 1024, leaving room for every node (and, for a cluster, its
@@ -67,7 +69,7 @@ at the next start.`,
   ratelimit sandbox
 
   # a 3-primary cluster for 20 seconds
-  ratelimit sandbox --cluster --duration 20s
+  ratelimit sandbox --topology cluster --duration 20s
 
   # room for 'ratelimit race --concurrency 10000'
   ratelimit sandbox --server-arg=--maxclients --server-arg=20000
@@ -80,16 +82,25 @@ at the next start.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.ctx = c.Context()
+			switch strings.ToLower(strings.TrimSpace(opts.Topology)) {
+			case "standalone":
+				if opts.OldCluster && c.Flags().Changed("topology") {
+					return exitcode.Usagef("--cluster (now --topology cluster) contradicts --topology standalone")
+				}
+				opts.Cluster = opts.OldCluster
+			case "cluster":
+				opts.Cluster = true
+			default:
+				return exitcode.Usagef("--topology %q: want standalone or cluster", opts.Topology)
+			}
+			if opts.OldCluster {
+				fmt.Fprintln(f.IO.ErrOut, "notice: sandbox --cluster is now --topology cluster (the commands that connect read --cluster as \"force a cluster client\"); --cluster still works")
+			}
 			if !c.Flags().Changed("primaries") && opts.Cluster {
 				opts.Primaries = 3
 			}
 			if c.Flags().Changed("primaries") && !opts.Cluster {
-				return exitcode.Usagef("--primaries needs --cluster")
-			}
-			for _, name := range sandboxIgnores {
-				if c.Flags().Changed(name) {
-					opts.Refused = name
-				}
+				return exitcode.Usagef("--primaries needs --topology cluster")
 			}
 			if run != nil {
 				return run(opts)
@@ -97,9 +108,11 @@ at the next start.`,
 			return runSandbox(opts)
 		},
 	}
-	c.Flags().BoolVar(&opts.Cluster, "cluster", false, "start a cluster instead of one standalone server")
-	c.Flags().IntVar(&opts.Primaries, "primaries", 3, "cluster primaries (with --cluster)")
-	c.Flags().IntVar(&opts.Replicas, "replicas", 0, "replicas per primary (with --cluster)")
+	c.Flags().StringVar(&opts.Topology, "topology", "standalone", "standalone (one server) or cluster")
+	c.Flags().BoolVar(&opts.OldCluster, "cluster", false, "the old name of --topology cluster")
+	_ = c.Flags().MarkHidden("cluster")
+	c.Flags().IntVar(&opts.Primaries, "primaries", 3, "cluster primaries (with --topology cluster)")
+	c.Flags().IntVar(&opts.Replicas, "replicas", 0, "replicas per primary (with --topology cluster)")
 	c.Flags().IntVar(&opts.PortBase, "port-base", 0, "listen on PORT-BASE, PORT-BASE+1, ... instead of free ports")
 	c.Flags().StringVar(&opts.ServerBin, "server-bin", "", "server binary (default: redis-server, else valkey-server, on PATH)")
 	c.Flags().DurationVar(&opts.For, "duration", 0, "stop after this long (default: until Ctrl-C; --for is an alias)")
@@ -164,9 +177,6 @@ func runSandbox(opts *sandboxOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.Refused != "" {
-		return exitcode.Usagef("sandbox starts its own servers and connects to none; drop --%s (pass the printed URL as --redis to the other commands)", opts.Refused)
-	}
 	if opts.For < 0 {
 		return exitcode.Usagef("--duration must not be negative")
 	}
@@ -177,7 +187,7 @@ func runSandbox(opts *sandboxOptions) error {
 	if opts.Cluster {
 		primaries = opts.Primaries
 	} else if opts.Replicas > 0 {
-		return exitcode.Usagef("--replicas needs --cluster")
+		return exitcode.Usagef("--replicas needs --topology cluster")
 	}
 	if opts.Cluster && primaries < 3 {
 		return exitcode.Usagef("--primaries must be at least 3 for a cluster, got %d", primaries)

@@ -25,7 +25,7 @@ func TestSandboxClusterForDuration(t *testing.T) {
 	tf.IO.Out = out
 	done := make(chan int, 1)
 	go func() {
-		done <- run(context.Background(), tf.Factory, []string{"sandbox", "--cluster", "--for", "3s", "-o", "json"})
+		done <- run(context.Background(), tf.Factory, []string{"sandbox", "--topology", "cluster", "--for", "3s", "-o", "json"})
 	}()
 	var doc sandboxDoc
 	deadline := time.Now().Add(20 * time.Second)
@@ -102,7 +102,7 @@ func TestSandboxRefusesServerArgs(t *testing.T) {
 		{[]string{"--server-arg=--", "--server-arg=daemonize", "--server-arg=yes"}, `"--"`},
 		{[]string{"--server-arg=--port", "--server-arg=6379"}, "--port-base"},
 		{[]string{"--server-arg=--bind", "--server-arg=0.0.0.0"}, `"--bind"`},
-		{[]string{"--cluster", "--server-arg=--cluster-config-file", "--server-arg=/tmp/x.conf"}, `"--cluster-config-file"`},
+		{[]string{"--topology", "cluster", "--server-arg=--cluster-config-file", "--server-arg=/tmp/x.conf"}, `"--cluster-config-file"`},
 		{[]string{"--server-arg=--replicaof", "--server-arg=10.0.0.1", "--server-arg=6379"}, `"--replicaof"`},
 		{[]string{"--server-arg=--include", "--server-arg=/etc/redis/redis.conf"}, `"--include"`},
 		{[]string{"--server-arg=--save", "--server-arg=60 1"}, "persistence"},
@@ -135,16 +135,16 @@ func TestSandboxUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--primaries", "5"}, "--primaries needs --cluster"},
-		{[]string{"--replicas", "1"}, "--replicas needs --cluster"},
-		{[]string{"--cluster", "--primaries", "1000"}, "at most 16"},
-		{[]string{"--cluster", "--replicas", "100"}, "at most 5"},
-		{[]string{"--cluster", "--primaries", "16", "--replicas", "4"}, "at most 64"},
-		{[]string{"--cluster", "--primaries", "2"}, "at least 3"},
+		{[]string{"--primaries", "5"}, "--primaries needs --topology cluster"},
+		{[]string{"--replicas", "1"}, "--replicas needs --topology cluster"},
+		{[]string{"--topology", "cluster", "--primaries", "1000"}, "at most 16"},
+		{[]string{"--topology", "cluster", "--replicas", "100"}, "at most 5"},
+		{[]string{"--topology", "cluster", "--primaries", "16", "--replicas", "4"}, "at most 64"},
+		{[]string{"--topology", "cluster", "--primaries", "2"}, "at least 3"},
 		{[]string{"--port-base", "-1"}, "--port-base"},
 		{[]string{"--port-base", "80"}, "--port-base"},
 		{[]string{"--port-base", "65536"}, "--port-base"},
-		{[]string{"--cluster", "--port-base", "55534"}, "between 1024 and 55533"},
+		{[]string{"--topology", "cluster", "--port-base", "55534"}, "between 1024 and 55533"},
 		{[]string{"--start-timeout", "0s"}, "--start-timeout"},
 		{[]string{"--for", "-1s"}, "--duration must not be negative"}, // --for is an alias
 		{[]string{"--duration", "-1s"}, "--duration must not be negative"},
@@ -172,7 +172,7 @@ func TestSandboxUsageErrors(t *testing.T) {
 func TestSandboxServerExitReason(t *testing.T) {
 	redistest.Require(t)
 	t.Setenv("TMPDIR", t.TempDir())
-	for _, extra := range [][]string{nil, {"--cluster"}} {
+	for _, extra := range [][]string{nil, {"--topology", "cluster"}} {
 		tf := newTestFactory(t)
 		args := append([]string{"sandbox", "--for", "1ms", "--server-arg=--maxmemory-policy", "--server-arg=nonsense"}, extra...)
 		if code := tf.execute(t, args...); code != exitcode.Usage {
@@ -191,7 +191,7 @@ func TestSandboxStartTimeout(t *testing.T) {
 	redistest.Require(t)
 	t.Setenv("TMPDIR", t.TempDir())
 	tf := newTestFactory(t)
-	args := []string{"sandbox", "--cluster", "--replicas", "1", "--start-timeout", "1ns", "-o", "json"}
+	args := []string{"sandbox", "--topology", "cluster", "--replicas", "1", "--start-timeout", "1ns", "-o", "json"}
 	if code := tf.execute(t, args...); code != exitcode.Unreachable {
 		t.Fatalf("ratelimit %q = exit %d, want %d; stderr %q", args, code, exitcode.Unreachable, tf.ErrOut.String())
 	}

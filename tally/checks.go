@@ -348,6 +348,9 @@ func (r *Result) undecided() string {
 		return fmt.Sprintf("%d of %d requests got no answer: too few answers to judge the limiter on", unanswered, r.Sent)
 	case r.Responses > 0 && r.RateLimited == 0 && !delaysSeen(r):
 		return fmt.Sprintf("nothing was refused (%d responses): this run cannot tell the limiter from no limiter; raise --rate or --duration past the quota, or --allow-undecided to accept a run without refusals", r.Responses)
+	case r.Expect != nil && r.Expect.Note == judge.AdmitsAllNote:
+		// a count within the tolerance of such a model says nothing
+		return fmt.Sprintf("the model (%s) admits all %d requests sent: it cannot be told from no limiter at this load; raise --rate or --duration past what it admits (or check --expect), or --allow-undecided to accept it", r.Expect.Description, r.Expect.Of)
 	}
 	return ""
 }

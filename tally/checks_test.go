@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/header"
+	"github.com/ratelimit-dev/ratelimit/judge"
 )
 
 // TestHeaderFailureNamesTheWayOut (issue 32): a run whose count passes
@@ -51,5 +53,27 @@ func TestREADMERetryAfterZero(t *testing.T) {
 	}
 	if strings.Contains(string(b), "seconds >= 1") {
 		t.Error("README says Retry-After must be seconds >= 1; the tool takes 0 as valid")
+	}
+}
+
+// TestAdmitsAllModelUndecided (issue 32): a model that admits every
+// request sent (a token bucket of 10^9) passed any count within its
+// tolerance, however many the target refused; the run is UNDECIDED, not
+// a pass, and says why.
+func TestAdmitsAllModelUndecided(t *testing.T) {
+	r := &Result{Responses: 600, Completed: 600, Sent: 600, RateLimited: 441, Allowed: 159}
+	r.Headers.Mode = HeadersOff
+	r.Expect = &judge.Judged{Model: "token-bucket:burst=1000000000,rate=1000000000/s", Description: "token bucket 1000000000 + 1000000000/s",
+		Expected: 600, Observed: 159, Of: 600, Tolerance: 601, Pass: true, Note: judge.AdmitsAllNote}
+	cs := r.CheckList()
+	if v := doc.VerdictOf(cs); v != doc.VerdictUndecided {
+		t.Errorf("verdict %s, want %s: %+v", v, doc.VerdictUndecided, cs)
+	}
+	found := false
+	for _, c := range cs {
+		found = found || strings.Contains(c.Message, "cannot be told from no limiter")
+	}
+	if !found {
+		t.Errorf("no check says the model cannot be told from no limiter: %+v", cs)
 	}
 }
