@@ -767,13 +767,6 @@ func (d *data) spoof(ctx context.Context, p *prober) error {
 	return nil
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 func statusText(o obs) string {
 	if o.Err != nil {
 		return "error: " + secret.Redact(o.Err.Error())

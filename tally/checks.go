@@ -346,6 +346,10 @@ func (r *Result) undecided() string {
 	switch {
 	case r.Sent > 0 && 2*unanswered > r.Sent:
 		return fmt.Sprintf("%d of %d requests got no answer: too few answers to judge the limiter on", unanswered, r.Sent)
+	case r.Segment != nil && r.Segment.Index >= 0 && r.Segment.Count > 1:
+		// one segment of a split run: what it refused is judged by the
+		// merge, which sees every segment's arrivals
+		return ""
 	case r.Responses > 0 && r.RateLimited == 0 && !delaysSeen(r):
 		return fmt.Sprintf("nothing was refused (%d responses): this run cannot tell the limiter from no limiter; raise --rate or --duration past the quota, or --allow-undecided to accept a run without refusals", r.Responses)
 	case r.Expect != nil && r.Expect.Note == judge.AdmitsAllNote:
