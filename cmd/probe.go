@@ -249,6 +249,7 @@ func (opts *probeOptions) options() (probe.Options, error) {
 		}
 		pol := l.Policy()
 		po.Quota, po.Window = pol.Quota, time.Duration(pol.WindowSeconds)*time.Second
+		po.Model, po.ModelWords = x.Parts[0].Spec(), x.Parts[0].Describe()
 	}
 	if err := po.Validate(); err != nil {
 		return probe.Options{}, err

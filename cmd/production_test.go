@@ -172,3 +172,25 @@ func findCheck(cs []doc.Check, id string) *doc.Check {
 	}
 	return nil
 }
+
+// TestProbeExpectInModelTerms (issue 32 item 11): probe --expect states
+// the model in its own terms (leaky-bucket:rate=5/s,burst=10), not only as
+// the q=11 per 3s it is judged by.
+func TestProbeExpectInModelTerms(t *testing.T) {
+	t.Parallel()
+	url, _ := startServe(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")}, 0, "")
+	tf := newTestFactory(t)
+	tf.execute(t, "probe", url, "--expect", "leaky-bucket:rate=5/s,burst=10")
+	if out := tf.Out.String(); !strings.Contains(out, "policy leaky-bucket:rate=5/s,burst=10 (") {
+		t.Errorf("the card does not state the model as given:\n%s", out)
+	}
+	tf = newTestFactory(t)
+	tf.execute(t, "probe", url, "--expect", "leaky-bucket:rate=5/s,burst=10", "-o", "json")
+	var res probe.Result
+	if err := json.Unmarshal(tf.Out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Policy.Model != "leaky-bucket:rate=5/s,burst=10" || res.Policy.Quota != 11 {
+		t.Errorf("policy %+v, want the model as given and q=11", res.Policy)
+	}
+}

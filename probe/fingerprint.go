@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -1094,6 +1095,12 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 			slices.Reverse(ms)
 		}
 		nearest := math.MaxInt
+		type tried struct {
+			m   moment
+			at  []int64
+			got int
+		}
+		var spreads []tried // the spreads from the first send, by their end
 		for j, t := range ms {
 			if budget == 0 || hopeless {
 				return false
@@ -1102,6 +1109,30 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 			at, got := place(history, cls[k], t)
 			nearest = min(nearest, abs(got-wants[k]))
 			if got == wants[k] && search(k+1, append(history[:len(history):len(history)], at...), atSend && j == 0 && !late) {
+				return true
+			}
+			if t.split == 0 {
+				spreads = append(spreads, tried{t, at, got}) // spreads and instants (a spread of none)
+			}
+		}
+		// a count between two neighbouring spreads' counts is reached by
+		// a spread between them: each request's moment moves on
+		// continuously as the spread's end does, and the count follows
+		// one request at a time (large bursts, whose spreads are tried
+		// coarsely); the nearer neighbour stands for it in the history
+		slices.SortFunc(spreads, func(a, b tried) int { return cmp.Or(cmp.Compare(a.m.from, b.m.from), cmp.Compare(a.m.to, b.m.to)) })
+		for i := 1; i < len(spreads) && len(cls[k]) >= 50; i++ {
+			a, b := spreads[i-1], spreads[i]
+			// neighbours of one family: the same start, the end moved
+			if a.m.from != b.m.from || (wants[k]-a.got)*(wants[k]-b.got) >= 0 || budget == 0 || hopeless {
+				continue
+			}
+			near := a
+			if abs(b.got-wants[k]) < abs(a.got-wants[k]) {
+				near = b
+			}
+			budget--
+			if search(k+1, append(history[:len(history):len(history)], near.at...), false) {
 				return true
 			}
 		}

@@ -141,6 +141,8 @@ type Options struct {
 	// window).
 	Quota  int64
 	Window time.Duration
+	// Model and ModelWords name the --expect model in its own terms.
+	Model, ModelWords string
 	// Skip lists checks not to run; WarnOnly lists checks whose failure is
 	// a warning.
 	Skip, WarnOnly []string
@@ -195,6 +197,11 @@ type Policy struct {
 	WindowMs float64 `json:"window_ms"` // 0: unknown
 	// Source is "RateLimit-Policy", "--expect", "X-RateLimit-Limit" or "".
 	Source string `json:"source"`
+	// Model and ModelWords are the model --expect gave, in its own terms
+	// (leaky-bucket:rate=5/s,burst=10), which Quota and Window restate
+	// (q=11 per 3s); absent otherwise.
+	Model      string `json:"model,omitempty"`
+	ModelWords string `json:"model_words,omitempty"`
 }
 
 // Check is one audit's outcome: a doc.Check (a warning is a failure that

@@ -22,6 +22,7 @@ type data struct {
 	q      int64         // quota, 0 unknown
 	w      time.Duration // window, 0 unknown
 	policy string        // where q and w came from
+	model  string        // the --expect model as given, when it came from there
 	// others are the advertised policy items besides the one judged
 	// (RateLimit-Policy may stack several: 10 per second and 1000 per
 	// hour); the probe judges q and w from the tightest and checks the
@@ -156,6 +157,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	p.deadline = start.Add(maxTime)
 	res.Budget = p.budget
 	res.Policy = Policy{Quota: d.q, WindowMs: float64(d.w) / float64(time.Millisecond), Source: d.policy}
+	if d.policy == "--expect" {
+		res.Policy.Model, res.Policy.ModelWords = o.Model, o.ModelWords
+	}
 	p.progress("policy %s; budget %d requests, at most %s", d.policyText(), p.budget, maxTime)
 
 	// A fresh identity refused at once: the quota it shares (an address's,
@@ -211,7 +215,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 // from o.
 func (d *data) learnPolicy(h http.Header, o Options) {
 	if o.Quota > 0 {
-		d.q, d.w, d.policy = o.Quota, o.Window, "--expect"
+		d.q, d.w, d.policy, d.model = o.Quota, o.Window, "--expect", o.Model
 		return
 	}
 	in := header.Inspect(http.StatusOK, h, time.Now())
@@ -257,6 +261,8 @@ func binding(items []header.Policy) (header.Policy, []header.Policy) {
 
 func (d *data) policyText() string {
 	switch {
+	case d.model != "":
+		return fmt.Sprintf("%s (--expect; judged as q=%d per %s)", d.model, d.q, d.w)
 	case d.q > 0 && d.w > 0:
 		return fmt.Sprintf("q=%d w=%s (%s)", d.q, d.w, d.policy)
 	case d.q > 0:

@@ -49,6 +49,8 @@ func probeTitle(res probe.Result) string {
 func probeScope(res probe.Result) string {
 	pol := "policy unknown (no RateLimit-Policy; --expect gives one)"
 	switch p := res.Policy; {
+	case p.Model != "":
+		pol = fmt.Sprintf("policy %s (%s; --expect, judged as q=%d per %s)", p.Model, p.ModelWords, p.Quota, msText(p.WindowMs))
 	case p.Quota > 0 && p.WindowMs > 0:
 		pol = fmt.Sprintf("policy q=%d w=%s (%s)", p.Quota, msText(p.WindowMs), p.Source)
 	case p.Quota > 0:
