@@ -2,47 +2,24 @@ package cmd
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limtest"
 	"github.com/ratelimit-dev/ratelimit/probe"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/serve"
 	"github.com/ratelimit-dev/ratelimit/tally"
 )
 
-// soakRuns is how many runs each target gets under the burner: 1, or 20
-// with RATELIMIT_SOAK=1 (issue 21's acceptance).
-func soakRuns() int {
-	if os.Getenv("RATELIMIT_SOAK") != "" {
-		return 20
-	}
-	return 1
-}
+// soakRuns and burnCPU: the shared harness's (limtest).
+func soakRuns() int { return limtest.SoakRuns() }
 
-// burnCPU keeps every core busy with a shell busy loop per core, stopped
-// (by PID) when the test ends.
-func burnCPU(t *testing.T, cores int) {
-	t.Helper()
-	for range cores {
-		c := exec.Command("/bin/sh", "-c", "while :; do :; done")
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := c.Start(); err != nil {
-			t.Fatalf("start the CPU burner: %v", err)
-		}
-		t.Cleanup(func() {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		})
-	}
-}
+func burnCPU(t *testing.T, cores int) { limtest.BurnCPU(t, cores) }
 
 // soakAlgos are serve's scripted algorithms, each a quota of 10 over 2 s.
 var soakAlgos = []limiter.Params{

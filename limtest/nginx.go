@@ -47,24 +47,42 @@ func Nginx(t testing.TB, conf NginxLimit) string {
 	if conf.NoDelay && conf.Delay > 0 {
 		t.Fatalf("limtest.Nginx: NoDelay and Delay=%d exclude each other", conf.Delay)
 	}
+	return startNginx(t, bin, func(prefix string, port int) (string, error) {
+		if err := os.MkdirAll(filepath.Join(prefix, "html"), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(prefix, "html", "ok.txt"), []byte("ok\n"), 0o644); err != nil {
+			return "", err
+		}
+		return nginxConf(prefix, port, conf), nil
+	})
+}
+
+// startNginx starts bin as one non-daemon process with the configuration
+// conf writes for a prefix (a temporary directory with tmp and logs) and
+// a free loopback port, retrying another port when the one picked was
+// taken meanwhile, and returns the base URL.
+func startNginx(t testing.TB, bin string, conf func(prefix string, port int) (string, error)) string {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
 		port := freePort(t)
 		prefix := t.TempDir()
-		for _, d := range []string{"html", "tmp", "logs"} {
+		for _, d := range []string{"tmp", "logs"} {
 			if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
 				t.Fatalf("nginx prefix: %v", err)
 			}
 		}
-		if err := os.WriteFile(filepath.Join(prefix, "html", "ok.txt"), []byte("ok\n"), 0o644); err != nil {
+		text, err := conf(prefix, port)
+		if err != nil {
 			t.Fatalf("nginx prefix: %v", err)
 		}
 		confPath := filepath.Join(prefix, "nginx.conf")
-		if err := os.WriteFile(confPath, []byte(nginxConf(prefix, port, conf)), 0o644); err != nil {
+		if err := os.WriteFile(confPath, []byte(text), 0o644); err != nil {
 			t.Fatalf("nginx config: %v", err)
 		}
 		cmd := exec.Command(bin, "-p", prefix+"/", "-c", confPath, "-e", filepath.Join(prefix, "logs", "error.log"), "-g", "daemon off;")
 		p := start(t, "nginx", cmd)
-		err := p.waitDial(port, StartTimeout)
+		err = p.waitDial(port, StartTimeout)
 		if err == nil {
 			return baseURL(port)
 		}

@@ -2,8 +2,6 @@ package limtest
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,16 +28,8 @@ func NginxRoundRobin(t testing.TB, backends []string) string {
 		}
 		fmt.Fprintf(&servers, "        server %s;\n", b)
 	}
-	for attempt := 1; ; attempt++ {
-		port := freePort(t)
-		prefix := t.TempDir()
-		for _, d := range []string{"tmp", "logs"} {
-			if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
-				t.Fatalf("nginx prefix: %v", err)
-			}
-		}
-		tmp := filepath.Join(prefix, "tmp")
-		conf := fmt.Sprintf(`# written by limtest: round robin over replicas, one process
+	return startNginx(t, bin, func(prefix string, port int) (string, error) {
+		return fmt.Sprintf(`# written by limtest: round robin over replicas, one process
 master_process off;
 worker_processes 1;
 pid %[1]s/nginx.pid;
@@ -63,22 +53,6 @@ http {
         }
     }
 }
-`, prefix, tmp, servers.String(), port)
-		confPath := filepath.Join(prefix, "nginx.conf")
-		if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-			t.Fatalf("nginx config: %v", err)
-		}
-		cmd := exec.Command(bin, "-p", prefix+"/", "-c", confPath, "-e", filepath.Join(prefix, "logs", "error.log"), "-g", "daemon off;")
-		p := start(t, "nginx", cmd)
-		err := p.waitDial(port, StartTimeout)
-		if err == nil {
-			return baseURL(port)
-		}
-		log, _ := os.ReadFile(filepath.Join(prefix, "logs", "error.log"))
-		err = fmt.Errorf("%w\nerror.log:\n%s", err, tail(log))
-		if portTaken(err) && attempt < 5 {
-			continue
-		}
-		t.Fatalf("start nginx: %v", err)
-	}
+`, prefix, filepath.Join(prefix, "tmp"), servers.String(), port), nil
+	})
 }

@@ -45,6 +45,30 @@ func (b *bucket) take(key string) (bool, int) {
 	return false, 0
 }
 
+// windows are fixed windows of w from each key's first request.
+type windows struct {
+	mu   sync.Mutex
+	w    time.Duration
+	keys map[string]*[2]int64 // start (unix ns), hits
+}
+
+func newWindows(w time.Duration) *windows { return &windows{w: w, keys: map[string]*[2]int64{}} }
+
+// hit counts one request of key: its number in the window and the time
+// left in it.
+func (ws *windows) hit(key string) (int, time.Duration) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	now := time.Now().UnixNano()
+	x := ws.keys[key]
+	if x == nil || time.Duration(now-x[0]) >= ws.w {
+		x = &[2]int64{now, 0}
+		ws.keys[key] = x
+	}
+	x[1]++
+	return int(x[1]), ws.w - time.Duration(now-x[0])
+}
+
 // fake serves h on a free loopback port, stopped at cleanup.
 func fake(t *testing.T, h http.HandlerFunc) string {
 	t.Helper()
@@ -197,25 +221,10 @@ func TestRetryAfterZeroLateInWindow(t *testing.T) {
 	for _, lie := range []bool{true, false} {
 		t.Run(fmt.Sprintf("lie=%v", lie), func(t *testing.T) {
 			t.Parallel()
-			var mu sync.Mutex
-			type win struct {
-				start time.Time
-				n     int
-			}
-			keys := map[string]*win{}
 			const q, w = 5, 2 * time.Second
+			wins := newWindows(w)
 			url := fake(t, func(rw http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				k := r.Header.Get(DefaultIdentityHeader) + "|" + r.RemoteAddr[:strings.LastIndex(r.RemoteAddr, ":")]
-				now := time.Now()
-				x := keys[k]
-				if x == nil || now.Sub(x.start) >= w {
-					x = &win{start: now}
-					keys[k] = x
-				}
-				x.n++
-				n, left := x.n, x.start.Add(w).Sub(now)
-				mu.Unlock()
+				n, left := wins.hit(r.Header.Get(DefaultIdentityHeader) + "|" + r.RemoteAddr[:strings.LastIndex(r.RemoteAddr, ":")])
 				rw.Header().Set("RateLimit-Policy", fmt.Sprintf(`"d";q=%d;w=2`, q))
 				rw.Header().Set("RateLimit", fmt.Sprintf(`"d";r=%d;t=%d`, max(q-n, 0), int(left.Seconds()+0.999)))
 				if n > q {
@@ -254,28 +263,14 @@ func TestSharedQuotaUnreadableReset(t *testing.T) {
 	for _, trustXFF := range []bool{false, true} {
 		t.Run(fmt.Sprintf("trust-xff=%v", trustXFF), func(t *testing.T) {
 			t.Parallel()
-			var mu sync.Mutex
-			type win struct {
-				start time.Time
-				n     int
-			}
-			keys := map[string]*win{}
 			const q, w = 5, 2 * time.Second
+			wins := newWindows(w)
 			url := fake(t, func(rw http.ResponseWriter, r *http.Request) {
 				k := r.RemoteAddr[:strings.LastIndex(r.RemoteAddr, ":")]
 				if v := r.Header.Get("X-Forwarded-For"); trustXFF && v != "" {
 					k = v
 				}
-				mu.Lock()
-				now := time.Now()
-				x := keys[k]
-				if x == nil || now.Sub(x.start) >= w {
-					x = &win{start: now}
-					keys[k] = x
-				}
-				x.n++
-				n := x.n
-				mu.Unlock()
+				n, _ := wins.hit(k)
 				rw.Header().Set("X-RateLimit-Limit", fmt.Sprint(q))
 				rw.Header().Set("X-RateLimit-Remaining", fmt.Sprint(max(q-n, 0)))
 				rw.Header().Set("X-RateLimit-Reset", "soon")

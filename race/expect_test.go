@@ -3,43 +3,21 @@ package race
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimit-dev/ratelimit/judge"
+	"github.com/ratelimit-dev/ratelimit/limtest"
 	"github.com/ratelimit-dev/ratelimit/redistest"
 )
 
-// soakRuns is how many runs an acceptance test makes under the burner:
-// 1, or 20 with RATELIMIT_SOAK=1 (issue 30's acceptance).
-func soakRuns() int {
-	if os.Getenv("RATELIMIT_SOAK") != "" {
-		return 20
-	}
-	return 1
-}
+// soakRuns and burnCPU: the shared harness's (limtest).
+func soakRuns() int { return limtest.SoakRuns() }
 
-// burnCPU keeps cores busy with a shell busy loop each, stopped (by PID)
-// when the test ends.
-func burnCPU(t *testing.T, cores int) {
-	t.Helper()
-	for range cores {
-		c := exec.Command("/bin/sh", "-c", "while :; do :; done")
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := c.Start(); err != nil {
-			t.Fatalf("start the CPU burner: %v", err)
-		}
-		t.Cleanup(func() {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		})
-	}
-}
+func burnCPU(t *testing.T, cores int) { limtest.BurnCPU(t, cores) }
 
 // testScript reads one of the scripts in testdata (written here: a classic
 // token bucket, its broken variants, a GCRA replying strings in seconds, a
