@@ -69,7 +69,8 @@ func TestRunPlainTarget(t *testing.T) {
 	if res.ElapsedS < 1.95 || res.ElapsedS > 3 {
 		t.Errorf("elapsed %.3f s, want about 1.95 s", res.ElapsedS)
 	}
-	if res.Verdict != "pass" || res.Kind != "load" || res.Version != 1 {
+	// a plain target refuses nothing: the run decided nothing
+	if res.Verdict != "undecided" || res.Kind != "load" || res.Version != 1 {
 		t.Errorf("verdict %q kind %q version %d", res.Verdict, res.Kind, res.Version)
 	}
 	if res.Headers.Responses != 40 || res.Headers.Policy.Present != 0 {
@@ -208,9 +209,10 @@ func TestRunFailuresAndThreshold(t *testing.T) {
 	if len(res.Thresholds) != 1 || res.Thresholds[0].Pass || res.Thresholds[0].Limit != "1%" {
 		t.Errorf("thresholds %+v", res.Thresholds)
 	}
-	// Allowing 503 makes the same run pass.
+	// Allowing 503 makes the same run fail nothing (and, refusing
+	// nothing, decide nothing).
 	res = runLoad(t, Options{Target: pt.URL, Rate: rate.MustParse("10/s"), Duration: time.Second, ExpectStatus: []int{503}})
-	if res.Failed != 0 || res.Verdict != "pass" {
+	if res.Failed != 0 || res.Verdict != "undecided" {
 		t.Errorf("with 503 expected: failed %d verdict %q", res.Failed, res.Verdict)
 	}
 }

@@ -45,7 +45,7 @@ func TestRunThresholds(t *testing.T) {
 	}
 	// NoMaxFailed drops the --max-failed check.
 	res = runLoad(t, Options{Target: pt.URL, Rate: rate.MustParse("5/s"), Duration: time.Second, NoMaxFailed: true, Thresholds: ths[2:3]})
-	if len(res.Thresholds) != 1 || res.Thresholds[0].ID != "failed<1%" || res.Verdict != "pass" {
+	if len(res.Thresholds) != 1 || res.Thresholds[0].ID != "failed<1%" || res.Verdict != "undecided" {
 		t.Errorf("with NoMaxFailed: thresholds %+v verdict %q", res.Thresholds, res.Verdict)
 	}
 }
@@ -93,17 +93,18 @@ func TestRunAbortOnFail(t *testing.T) {
 	// A threshold that holds never aborts.
 	ok, _ := judge.ParseThreshold("dropped==0")
 	res = runLoad(t, Options{Target: failing.URL, Rate: rate.MustParse("10/s"), Duration: time.Second, ExpectStatus: []int{405}, Thresholds: []judge.Threshold{ok}, AbortOnFail: true})
-	if res.Aborted || res.Sent != res.Planned || res.Verdict != "pass" {
+	if res.Aborted || res.Sent != res.Planned || res.Verdict != "undecided" {
 		t.Errorf("a holding threshold: aborted %v sent %d of %d verdict %q", res.Aborted, res.Sent, res.Planned, res.Verdict)
 	}
 }
 
-// A target with no limiter: a note without --expect, a failure with it.
+// A target with no limiter: undecided with a note without --expect, a
+// failure with it.
 func TestRunNoLimiterSeen(t *testing.T) {
 	pt := newPlainTarget(t, 200, 0)
 	res := runLoad(t, Options{Target: pt.URL, Rate: rate.MustParse("10/s"), Duration: time.Second})
-	if res.Verdict != "pass" || len(res.Notes) != 1 || res.Notes[0] != tally.NoLimiterNote {
-		t.Errorf("verdict %q notes %q, want pass with the no-limiter note", res.Verdict, res.Notes)
+	if res.Verdict != "undecided" || len(res.Notes) != 1 || res.Notes[0] != tally.NoLimiterNote {
+		t.Errorf("verdict %q notes %q, want undecided with the no-limiter note", res.Verdict, res.Notes)
 	}
 	exp, err := judge.ParseExpect("token-bucket:burst=100,rate=100/s")
 	if err != nil {

@@ -51,6 +51,7 @@ func (l *tutorialLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	remaining := math.Floor(b.tokens)
 	toFull := time.Duration((l.capacity - b.tokens) / l.perSec * float64(time.Second))
+	wait := math.Ceil((1 - b.tokens) / l.perSec)
 	l.mu.Unlock()
 
 	h := w.Header()
@@ -58,7 +59,6 @@ func (l *tutorialLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(int(remaining)))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(float64(now.Add(toFull).UnixNano())/1e9)), 10))
 	if !allowed {
-		wait := math.Ceil((1 - b.tokens) / l.perSec)
 		h.Set("Retry-After", strconv.Itoa(int(math.Max(wait, 1))))
 		http.Error(w, "Too Many Requests", http.StatusTooManyRequests)
 		return
