@@ -67,15 +67,25 @@ func TestSlowTargets(t *testing.T) {
 	})
 }
 
-// TestLargeQuota (issue 29): a token bucket of 1000 at 100/s: probe
-// passes, spending the quota in one burst in flight at once.
+// TestLargeQuota (issue 29): a token bucket of 1000 at 100/s, with both
+// cores busy: probe passes, spending the quota in one burst in flight at
+// once, and the fingerprint names the bucket (or a model no arrival
+// tells from it) within --max-time 60s; 20 runs with RATELIMIT_SOAK=1.
 func TestLargeQuota(t *testing.T) {
-	t.Parallel()
+	burnCPU(t, 2)
 	url, _ := startServe(t, limiter.Params{Algo: limiter.TokenBucket, Capacity: 1000, Rate: rate.MustParse("100/s")}, 0, "")
+	want := []string{"token-bucket:burst=1000,rate=100/s", "gcra:rate=100/s,burst=1000", "leaky-bucket:rate=100/s,burst=999"}
 	for run := range soakRuns() {
 		if code, failed := probeFailed(t, url); code != exitcode.OK {
 			t.Fatalf("run %d: probe of a bucket of 1000 = %d, failed %q", run, code, failed)
 		}
+		start := time.Now()
+		code, fp := fingerprintOf(t, url, "--max-time", "60s")
+		took := time.Since(start)
+		if code != exitcode.OK || len(fp.Fits) == 0 || !contains(want, fp.Fits[0].Model) {
+			t.Fatalf("run %d: fingerprint of a bucket of 1000 = %d in %s: %s; want %s first", run, code, took.Round(time.Second), fp.Checks[0].Message, want[0])
+		}
+		t.Logf("run %d: fingerprint named %s in %s (%d requests)", run, fp.Fits[0].Model, took.Round(100*time.Millisecond), fp.Requests)
 	}
 }
 

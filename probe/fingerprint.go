@@ -1229,6 +1229,8 @@ func moments(cl []shot, slack int64) []moment {
 		for k := int64(1); k <= 4; k++ {
 			out = append(out, moment{from: lo, to: lo + (hi-lo)*k/4})
 		}
+		// the widest: the clocks' slack either side
+		out = append(out, moment{from: lo, to: hi + slack}, moment{from: lo - slack, to: hi + slack})
 		for k := int64(1); k < 4; k++ {
 			out = append(out, moment{from: lo + (hi-lo)*k/4, to: hi})
 		}
