@@ -1247,13 +1247,15 @@ func moments(cl []shot, slack int64) []moment {
 }
 
 // roundingOf is how far a cluster's count may be from the model's at a
-// moment and still be explained: 0, or 1 for a burst of 100 or more (the
-// model replays whole milliseconds while the target's clock reads
-// microseconds; over a burst of a thousand spread across half a second
-// that shifts at most one unit of refill).
+// moment and still be explained: 0, or for a burst of 100 or more one
+// and one more per 500 requests (the model replays whole milliseconds
+// while the target's clock reads microseconds, and the moments tried
+// place a large burst's earlier decisions only approximately: over a
+// burst of a thousand spread across half a second or more that shifts a
+// unit of refill or two; the models' families differ there by hundreds).
 func roundingOf(cl []shot) int {
 	if len(cl) >= 100 {
-		return 1
+		return 1 + len(cl)/500
 	}
 	return 0
 }
