@@ -147,6 +147,9 @@ type fp struct {
 	shared bool
 	// cut says why the phases stopped early (the budget, --max-time)
 	cut string
+	// unmeasured: with no policy advertised, the first request after the
+	// refusals passed, so the refill could not be timed
+	unmeasured bool
 	// bare counts the admissions served without the limiter's decision
 	// (no RateLimit field where the others carry one): not judged
 	bare int
@@ -318,6 +321,8 @@ func (f *fp) undecided(judged int) string {
 		return f.cut + " before anything was refused: no model can be told from no limiter"
 	case !refused:
 		return fmt.Sprintf("nothing was refused: all %d requests (bursts in flight at once) were admitted, so no model can be told from no limiter at this load; the quota is above the probe's cap, or there is no limiter (raise --budget)", judged)
+	case f.unmeasured:
+		return "no policy says the window, and the very first request after the refusals was admitted: the refill is faster than the probe can time, or the refusals were not a limit (a target that refuses at random); pass --expect with the policy to judge it"
 	case !back && f.cut != "":
 		return f.cut + " before any request passed again after the first refusal: the refill, which tells the models apart, was not seen"
 	case !back:
@@ -413,6 +418,14 @@ func (f *fp) collect(ctx context.Context, first obs) error {
 	}
 	back := poll[firstBack].Done.Sub(a[0].Sent)
 	guessed := f.d.w <= 0
+	if guessed && firstBack == 0 {
+		// nothing says how long a window is, and the very first request
+		// after the refusals passed: the refill is faster than the probe
+		// can time, or the refusals were no limit at all (a random
+		// admitter); no model can be named from that
+		f.unmeasured = true
+		return nil
+	}
 	if guessed {
 		f.d.w = back.Round(100 * time.Millisecond)
 	}

@@ -145,11 +145,14 @@ func TestExpectGCRAStrings(t *testing.T) {
 
 // TestExpectSlidingLog: a sliding-window log of the application's kind
 // (ZREMRANGEBYSCORE, ZCARD, ZADD, PEXPIRE) judged by sliding-window, with
-// a window of 30 ms, short enough to slide many times during a trial of
-// 1,000 goroutines.
+// a window of a minute, so each trial of 1,000 goroutines lies in one
+// window. (A 30 ms window sliding during a trial failed under load: the
+// replay at the sends is not the fewest a sliding window admits when a
+// busy Redis decides the calls later, bunched together; judge.Trial's
+// lower bound holds for refilling buckets, not for windows.)
 func TestExpectSlidingLog(t *testing.T) {
 	url := redistest.Standalone(t).URL
-	res := userOnly(t, url, 1000, 3, testScript(t, "sliding_log.lua", "30 {limit} {uuid}", "", "sliding-window:limit=10,window=30ms"))
+	res := userOnly(t, url, 1000, 3, testScript(t, "sliding_log.lua", "60000 {limit} {uuid}", "", "sliding-window:limit=10,window=1m"))
 	s := res.Strategies[0]
 	for i, b := range s.Expected {
 		t.Logf("trial %d: admitted %d; the model admits %s over %.1f ms", i+1, s.Allowed[i], b.Range(), b.SpanMs)
