@@ -323,31 +323,38 @@ var goldenTime = time.Date(2026, 12, 2, 12, 30, 0, 0, time.UTC)
 
 // TestReportGolden renders every fixed document in every format it has.
 func TestReportGolden(t *testing.T) {
-	for _, name := range []string{"load", "load_fault", "race", "keyslot", "eval", "simulate", "probe", "failover", "failover_fail", "hostile_eval", "hostile_keyslot"} {
-		d := readFixture(t, name+".json")
-		for _, format := range Formats(d.Kind) {
-			if format == "json" {
-				continue // the input itself; TestFixtureDocuments pins it
-			}
-			t.Run(name+"/"+format, func(t *testing.T) {
-				var b bytes.Buffer
-				if err := Render(&b, format, d, goldenOptions); err != nil {
-					t.Fatal(err)
-				}
-				if bytes.Contains(b.Bytes(), []byte("\x1b[")) {
-					t.Errorf("%s output has ANSI escapes", format)
-				}
-				golden(t, "report_"+name+"."+format+".golden", b.Bytes())
-			})
+	for _, name := range []string{"load", "load_fault", "race", "keyslot", "eval", "simulate", "probe", "failover", "failover_fail", "hostile_eval", "hostile_keyslot", "fingerprint", "suite"} {
+		goldenEveryFormat(t, name, readFixture(t, name+".json"))
+	}
+}
+
+// goldenEveryFormat renders d in every format of its kind but JSON (the
+// input itself; TestFixtureDocuments pins it) and as a page, each held to
+// testdata/report_NAME.FORMAT.golden.
+func goldenEveryFormat(t *testing.T, name string, d Document) {
+	t.Helper()
+	for _, format := range Formats(d.Kind) {
+		if format == "json" {
+			continue
 		}
-		t.Run(name+"/html", func(t *testing.T) {
+		t.Run(name+"/"+format, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := HTML(&b, []Document{d}, HTMLOptions{Generated: goldenTime}); err != nil {
+			if err := Render(&b, format, d, goldenOptions); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "report_"+name+".html.golden", b.Bytes())
+			if bytes.Contains(b.Bytes(), []byte("\x1b[")) {
+				t.Errorf("%s output has ANSI escapes", format)
+			}
+			golden(t, "report_"+name+"."+format+".golden", b.Bytes())
 		})
 	}
+	t.Run(name+"/html", func(t *testing.T) {
+		var b bytes.Buffer
+		if err := HTML(&b, []Document{d}, HTMLOptions{Generated: goldenTime}); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "report_"+name+".html.golden", b.Bytes())
+	})
 }
 
 // TestTextColor pins the colour profile: with Color the verdict carries

@@ -33,28 +33,6 @@ func fingerprintNoFit(t *testing.T) probe.Fingerprint {
 	return f
 }
 
-// TestFingerprintGolden renders the fingerprint fixture in every format.
-func TestFingerprintGolden(t *testing.T) {
-	d := readFixture(t, "fingerprint.json")
-	for _, format := range Formats(d.Kind) {
-		if format == "json" {
-			continue
-		}
-		t.Run(format, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := Render(&b, format, d, goldenOptions); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, "report_fingerprint."+format+".golden", b.Bytes())
-		})
-	}
-	var b bytes.Buffer
-	if err := HTML(&b, []Document{d}, HTMLOptions{Generated: goldenTime}); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "report_fingerprint.html.golden", b.Bytes())
-}
-
 // TestFingerprintFormatsAgree: text, JSON, Markdown, JUnit, GitHub and
 // HTML say the same pass or fail, the one the check makes.
 func TestFingerprintFormatsAgree(t *testing.T) {

@@ -32,28 +32,6 @@ func suitePassing(t *testing.T) suite.Result {
 	return r
 }
 
-// TestSuiteGolden renders the suite fixture in every format and as a page.
-func TestSuiteGolden(t *testing.T) {
-	d := readFixture(t, "suite.json")
-	for _, format := range Formats(d.Kind) {
-		if format == "json" {
-			continue
-		}
-		t.Run(format, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := Render(&b, format, d, goldenOptions); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, "report_suite."+format+".golden", b.Bytes())
-		})
-	}
-	var b bytes.Buffer
-	if err := HTML(&b, []Document{d}, HTMLOptions{Generated: goldenTime}); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "report_suite.html.golden", b.Bytes())
-}
-
 // TestSuiteJUnit: one testsuite per entry, a testcase per check of its
 // probe and load; only the broken entry's suite has failures, and they
 // are the checks that failed in its step documents.
