@@ -67,6 +67,10 @@ type engine struct {
 	abortWhy           string
 	cancelRun          context.CancelFunc
 
+	// cpu says when the CPU is saturated, so VUs are not added (cpu.go);
+	// nil when the run can add none
+	cpu *cpuWatch
+
 	disruptions []judge.Disruption // the faults as played (Options.Faults)
 	firstLate   time.Duration      // lateness of the first iteration
 }
@@ -241,6 +245,10 @@ func (e *engine) run(ctx context.Context) *tally.Result {
 	}
 	var added int64
 	var lastAdd time.Duration // when the dispatcher last added a VU
+	if o.MaxVUs > len(vus) {
+		e.cpu = watchCPU(runCtx, o.saturated)
+	}
+	lastHeld := int64(-1) // the last iteration the saturated CPU held back a VU for
 	live := e.o.Live
 	stopWatch := e.startWatch(e.planned)
 	d := dispatcher{sched: e.sched, clock: clock, start: e.start, next: &e.next, grace: claimGrace,
@@ -253,6 +261,16 @@ func (e *engine) run(ctx context.Context) *tally.Result {
 		// go from clean to a cascade.
 		leave: func(elapsed, overslept time.Duration) bool {
 			if e.busy.Load() < int64(len(vus)) {
+				return true
+			}
+			// Nor while the CPU is saturated: the iteration goes to
+			// the first VU that finishes, late, or is dropped as late
+			// (cpu.go).
+			if e.cpu != nil && e.cpu.saturated.Load() && len(vus) < o.MaxVUs {
+				if i := e.next.Load(); i != lastHeld {
+					lastHeld = i
+					e.cpu.hold(elapsed)
+				}
 				return true
 			}
 			return overslept > claimGrace && elapsed-lastAdd < overslept

@@ -61,6 +61,12 @@ func (e *engine) finish(res *tally.Result, vus []*vu) {
 		res.AchievedRate = float64(res.Sent) / res.DurationS
 	}
 	res.Notes = append(res.Notes, connectionNotes(retried, res.Errors["eof"])...)
+	if w := e.cpu; w != nil && w.held.Load() > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("no VU was added for %d iterations from +%.1fs on: the CPU was saturated "+
+			"(the generator used all its processors, or the machine had no CPU idle and the generator used a quarter of it or more), "+
+			"where more VUs add work, not throughput; the VUs there were sent them late, or they were dropped as late",
+			w.held.Load(), time.Duration(w.heldAt.Load()).Seconds()))
+	}
 	if f := e.instances(res.Headers.PolicyValue); f != "" {
 		res.Notes = append(res.Notes, f)
 	}

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ratelimit-dev/ratelimit/wire"
 )
 
 // The lean client: for plain http:// targets without a proxy, each VU owns
@@ -195,6 +197,7 @@ type h1Conn struct {
 	deadline time.Time  // the read and write deadline set on c
 	check    *idleCheck // made on the first request that needs it
 	raw      net.Conn   // c without its byte counting
+	w        *wire.Conn // the socket's exchange side, where there is one (Linux)
 }
 
 // leanConn is a VU's side of the lean client.
@@ -291,16 +294,26 @@ func (l *leanConn) once(r *h1Request) (int, error) {
 	if err := l.ctx.Err(); err != nil {
 		return 0, err
 	}
-	if n, err := c.c.Write(r.wire); err != nil {
-		l.closeConn()
-		if idle && !isTimeout(err) && (n == 0 || r.replayable) {
-			return 0, fmt.Errorf("%w: %w", errStaleConn, err)
-		}
-		return 0, err
-	}
 	br := brPool.Get().(*bufio.Reader)
-	br.Reset(c.c)
+	if c.w != nil {
+		// the first read writes the request, inside the wait for the answer
+		c.w.Arm(r.wire)
+		br.Reset(c.w)
+	} else {
+		if n, err := c.c.Write(r.wire); err != nil {
+			brPool.Put(br)
+			return 0, l.writeFailed(idle, r, n, err)
+		}
+		br.Reset(c.c)
+	}
 	status, keep, err := readResponse(br, l.hdr, r.head, &l.c.values)
+	if c.w != nil {
+		if n, werr := c.w.Written(); werr != nil {
+			br.Reset(nil)
+			brPool.Put(br)
+			return 0, l.writeFailed(idle, r, n, werr)
+		}
+	}
 	if err == nil && br.Buffered() > 0 {
 		keep = false // bytes beyond the response: the connection is out of step
 	}
@@ -319,6 +332,18 @@ func (l *leanConn) once(r *h1Request) (int, error) {
 	return status, nil
 }
 
+// writeFailed closes the connection a request could not be written on
+// and names the failure: a stale keep-alive connection (sent again on a
+// new one) when the connection was idle and nothing, or only a request
+// that may be sent twice, went out.
+func (l *leanConn) writeFailed(idle bool, r *h1Request, n int, err error) error {
+	l.closeConn()
+	if idle && !isTimeout(err) && (n == 0 || r.replayable) {
+		return fmt.Errorf("%w: %w", errStaleConn, err)
+	}
+	return err
+}
+
 // dial connects to the target.
 func (l *leanConn) dial() (*h1Conn, error) {
 	d := net.Dialer{Timeout: l.c.timeout, KeepAlive: 30 * time.Second}
@@ -326,7 +351,7 @@ func (l *leanConn) dial() (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &h1Conn{c: countConn{Conn: tc, in: l.in, out: l.out}, raw: tc}
+	c := &h1Conn{c: countConn{Conn: tc, in: l.in, out: l.out}, raw: tc, w: wire.New(tc, l.in, l.out)}
 	l.conn.Store(c)
 	if err := l.ctx.Err(); err != nil { // interrupted while dialling
 		l.closeConn()

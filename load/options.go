@@ -134,6 +134,8 @@ type Options struct {
 	Live *Live
 	// Transport replaces the tuned default (tests).
 	Transport http.RoundTripper
+	// saturated, when set, replaces the CPU watch's judgement (tests).
+	saturated func() bool
 }
 
 // Segment is one of Count execution segments of a plan.

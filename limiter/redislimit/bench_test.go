@@ -14,6 +14,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
+	"github.com/ratelimit-dev/ratelimit/wire"
 )
 
 // BenchmarkDecisions measures token-bucket decisions on a real server
@@ -44,6 +45,9 @@ func BenchmarkDecisions(b *testing.B) {
 	if err != nil {
 		b.Fatalf("parse %s: %v", url, err)
 	}
+	// commands inside the wait for their replies, as redisconn dials
+	// the client serve decides through
+	ro.Dialer = wire.Dialer(redis.NewDialer(ro))
 	// The same parameters as bench/eval.sh gives redis-benchmark.
 	l, err := limiter.NewLimiter(limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.Rate{Count: 5, Per: time.Second}})
 	if err != nil {
