@@ -15,6 +15,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
+	"github.com/ratelimit-dev/ratelimit/load"
 	"github.com/ratelimit-dev/ratelimit/redisconn"
 	"github.com/ratelimit-dev/ratelimit/report"
 	"github.com/ratelimit-dev/ratelimit/sandbox"
@@ -66,6 +67,10 @@ type Factory struct {
 	// their servers count as owned, so the stop and restart faults of
 	// load --fault may signal them.
 	Sandboxes []*sandbox.Sandbox
+	// Procs, when set, sizes the process's processors for a load run and
+	// returns what sets them back: load.UseProcs in the real process; nil
+	// in tests, where many commands share one process and its GOMAXPROCS.
+	Procs func(load.Options) (restore func())
 
 	// formats are the running command's -o formats (commandFormats),
 	// what Format accepts when called without a list.
@@ -87,6 +92,7 @@ func NewFactory() *Factory {
 		Now:    time.Now,
 		Getenv: os.Getenv,
 		Global: &GlobalOptions{Output: "text", RedisTimeout: 2 * time.Second},
+		Procs:  load.UseProcs,
 	}
 	f.Redis = f.openRedis
 	return f

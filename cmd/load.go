@@ -289,7 +289,10 @@ func (opts *loadOptions) run(o load.Options, plan fault.Plan, progress bool) (*t
 		o.Live = &load.Live{}
 		stop = loadProgress(f, o.Live, o.Duration)
 	}
-	restore := load.UseProcs(o) // as many processors as the rate needs
+	restore := func() {}
+	if f.Procs != nil {
+		restore = f.Procs(o) // as many processors as the rate needs
+	}
 	res, err := load.Run(opts.ctx, o)
 	restore()
 	if stop != nil {

@@ -31,8 +31,19 @@ type cpuWatch struct {
 	heldAt atomic.Int64
 }
 
-// cpuInterval is how often the watch samples.
-const cpuInterval = 100 * time.Millisecond
+// cpuInterval is how often the watch samples, and cpuWindow how far back
+// each judgement looks: a short step so that a run that saturates the CPU
+// from its first second is seen within tens of milliseconds (before that
+// it may add hundreds of VUs at a high rate), a window long enough for
+// /proc/stat's 10 ms ticks to tell idle from busy.
+// Once seen saturated, the CPU counts as saturated for cpuHold more: at
+// the edge of saturation 100 ms windows flicker, and VUs added in the
+// flickers (never retired) are what fed the collapse.
+const (
+	cpuInterval = 20 * time.Millisecond
+	cpuWindow   = 5 // samples: 100 ms
+	cpuHold     = time.Second
+)
 
 // watchCPU samples until ctx ends; judge, when set, replaces the
 // samples' judgement (tests).
@@ -42,20 +53,28 @@ func watchCPU(ctx context.Context, judge func() bool) *cpuWatch {
 	go func() {
 		t := time.NewTicker(cpuInterval)
 		defer t.Stop()
-		last := sampleCPU()
-		for {
+		var ring [cpuWindow]cpuSample
+		ring[0] = sampleCPU()
+		var seen time.Time // when the CPU was last seen saturated
+		for n := 1; ; n++ {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
 			s := sampleCPU()
+			old := ring[max(n-cpuWindow, 0)%cpuWindow] // the window's start (or the first sample)
+			ring[n%cpuWindow] = s
+			var sat bool
 			if judge != nil {
-				w.saturated.Store(judge())
+				sat = judge()
 			} else {
-				w.saturated.Store(saturatedBetween(last, s, runtime.GOMAXPROCS(0)))
+				sat = saturatedBetween(old, s, runtime.GOMAXPROCS(0))
 			}
-			last = s
+			if sat {
+				seen = s.at
+			}
+			w.saturated.Store(sat || !seen.IsZero() && s.at.Sub(seen) < cpuHold)
 		}
 	}()
 	return w
