@@ -489,6 +489,7 @@ func (d *data) headers() Check {
 	// (only across requests sent after every earlier one was answered:
 	// requests in flight together are decided in an order nobody sees)
 	var prevReset int64 = -1 // the reset the previous answer announced, seconds
+	inBurst := false         // the previous admission was one of a burst in flight together
 	for i, o := range d.a {
 		sequential := alone(d.a, i)
 		r, t, _, ok := limitOf(o.Header, o.Done)
@@ -507,7 +508,15 @@ func (d *data) headers() Check {
 				bad = append(bad, fmt.Sprintf("r went from %d to %d across one admitted request", prev, r))
 			}
 		}
-		prev, prevT, prevReset = r, o.Done, t
+		if !sequential && inBurst && prev >= 0 {
+			// answers of one burst come back in any order: the counter
+			// stands at the lowest r the burst was told, once all of
+			// it is answered
+			prev, prevT = min(prev, r), later(prevT, o.Done)
+		} else {
+			prev, prevT, prevReset = r, o.Done, t
+		}
+		inBurst = !sequential
 	}
 	// in one burst in flight at once, one counter hands out each r once
 	if d.perInstance == "" {
@@ -545,6 +554,14 @@ func (d *data) headers() Check {
 		c.Message = fmt.Sprintf("RateLimit fields parse on %d responses, r <= q, r falls by one per admitted request and is 0 on 429", standard)
 	}
 	return c
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // alone reports whether os[i] was in flight with no other request of os.
