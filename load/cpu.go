@@ -15,7 +15,7 @@ import (
 // latency rose, more VUs were added for the late iterations, and the run
 // dropped a third of its plan with a p99 from due of ~350 ms.
 //
-// Saturated, over the last sample interval: the generator used at least
+// Saturated, over the last window (cpuWindow samples, cpuInterval apart): the generator used at least
 // 90% of the processors it has (GOMAXPROCS), or the machine had under 10%
 // of its CPU idle while the generator used at least a quarter of it. The
 // second condition keeps a busy machine whose CPU goes to other programs

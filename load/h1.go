@@ -307,18 +307,16 @@ func (l *leanConn) once(r *h1Request) (int, error) {
 		br.Reset(c.c)
 	}
 	status, keep, err := readResponse(br, l.hdr, r.head, &l.c.values)
-	if c.w != nil {
-		if n, werr := c.w.Written(); werr != nil {
-			br.Reset(nil)
-			brPool.Put(br)
-			return 0, l.writeFailed(idle, r, n, werr)
-		}
-	}
 	if err == nil && br.Buffered() > 0 {
 		keep = false // bytes beyond the response: the connection is out of step
 	}
 	br.Reset(nil)
 	brPool.Put(br)
+	if c.w != nil {
+		if n, werr := c.w.Written(); werr != nil {
+			return 0, l.writeFailed(idle, r, n, werr)
+		}
+	}
 	if err != nil {
 		l.closeConn()
 		if idle && r.replayable && errors.Is(err, errNoResponse) {
