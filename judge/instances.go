@@ -120,7 +120,10 @@ func riseInstances(rs []Answer, perToken time.Duration) (int, string) {
 	if level <= 2*bound || pairs < 8 {
 		return 1, ""
 	}
-	n := max(int(math.Round(float64(level)/float64(bound))), 2)
+	// The bound is generous, to keep one counter below it; the count
+	// divides by the refill itself: n counters taking turns, each kept
+	// at its refill, keep r level about n times the refill of the span.
+	n := max(int(math.Round(float64(level)*float64(perToken)/float64(span))), 2)
 	ev := fmt.Sprintf("%d of %d consecutive admissions did not lower the remaining quota, where one counter's refill over %s allows at most %d", level, pairs, span.Round(time.Millisecond), bound)
 	if example != "" {
 		ev += "; " + example

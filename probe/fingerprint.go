@@ -1160,12 +1160,23 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 	// the earliest moments first, then the latest first: a search that
 	// must move an early cluster far back to explain a late one finds it
 	// from the other end within its budget
+	farOff := false
 	for _, late = range []bool{false, true} {
 		budget, hopeless = searchBudget, false
 		if search(0, nil, true) {
-			c.Exact = exact
+			c.Exact = c.Exact && exact
 			return
 		}
+		farOff = farOff || hopeless
+	}
+	// the search went deep on a wrong early choice (the first request's
+	// moment sets a bucket's refill for every later one) and spent its
+	// budget below it: a model that misses only narrowly is tried once
+	// more, cluster by cluster, keeping a spread of the placements that
+	// explain each so far
+	if !farOff && beamFits(l, cls, wants, place) {
+		c.Exact = false
+		return
 	}
 	// no moments explain every cluster: count what the nearest moments
 	// miss, cluster by cluster
@@ -1196,6 +1207,78 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 		history = append(history, best...)
 	}
 }
+
+// beamFits searches moments for cls cluster by cluster, breadth first:
+// every placement kept so far is extended by every moment of the next
+// cluster that explains it, and of the histories that explain every
+// cluster up to there at most beamWidth are kept, spread over the
+// states they leave the model in (what it would answer at the next
+// cluster's earliest moment: admitted, remaining, retry, reset), so that
+// the earliest and the latest ways of explaining so far both survive.
+// It says whether some history explains every cluster.
+func beamFits(l *limiter.Limiter, cls [][]shot, wants []int, place func([]int64, []shot, moment) ([]int64, int)) bool {
+	slack := clockSlack.Milliseconds()
+	type node struct {
+		history []int64
+		sig     [4]int64
+	}
+	frontier := []node{{}}
+	for k, cl := range cls {
+		var next []node
+		seen := map[[4]int64]bool{}
+		for _, n := range frontier {
+			for _, t := range moments(cl, slack) {
+				at, got := place(n.history, cl, t)
+				if abs(got-wants[k]) > roundingOf(cl) {
+					continue
+				}
+				h := append(n.history[:len(n.history):len(n.history)], at...)
+				var sig [4]int64
+				if k+1 < len(cls) {
+					sig = stateAt(l, h, cls[k+1][0].Sent.UnixMilli()-slack)
+				}
+				if seen[sig] {
+					continue
+				}
+				seen[sig] = true
+				next = append(next, node{h, sig})
+			}
+		}
+		if len(next) == 0 {
+			return false
+		}
+		if len(next) > beamWidth {
+			slices.SortFunc(next, func(a, b node) int { return slices.Compare(a.sig[:], b.sig[:]) })
+			kept := make([]node, 0, beamWidth)
+			for i := range beamWidth {
+				kept = append(kept, next[i*(len(next)-1)/(beamWidth-1)])
+			}
+			next = kept
+		}
+		frontier = next
+	}
+	return true
+}
+
+// stateAt replays history through a fresh model of l and says what it
+// would answer a request at ms: its state, in four numbers.
+func stateAt(l *limiter.Limiter, history []int64, ms int64) [4]int64 {
+	m := l.Model()
+	last := int64(math.MinInt64)
+	for _, h := range history {
+		m.Allow(h, 1)
+		last = h
+	}
+	d := m.Allow(max(ms, last), 1)
+	allowed := int64(0)
+	if d.Allowed {
+		allowed = 1
+	}
+	return [4]int64{allowed, d.Remaining, d.RetryMs, d.ResetMs}
+}
+
+// beamWidth is how many placements beamFits keeps after each cluster.
+const beamWidth = 24
 
 // A moment is when a cluster's requests are decided: all at one instant
 // (from == to), or spread evenly from one to the other in send order (a
