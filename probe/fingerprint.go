@@ -18,6 +18,7 @@ import (
 	"github.com/ratelimit-dev/ratelimit/header"
 	"github.com/ratelimit-dev/ratelimit/judge"
 	"github.com/ratelimit-dev/ratelimit/limiter"
+	"github.com/ratelimit-dev/ratelimit/limiter/model"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/secret"
 )
@@ -1070,12 +1071,7 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 	// place replays history, then cl at moment t (each request kept
 	// within its own span and the slack), and says how many it admits
 	place := func(history []int64, cl []shot, t moment) ([]int64, int) {
-		m := l.Model()
-		last := int64(math.MinInt64)
-		for _, h := range history {
-			m.Allow(h, 1)
-			last = h
-		}
+		m, last := replayed(l, history)
 		at := make([]int64, len(cl))
 		got := 0
 		for i, s := range cl {
@@ -1263,18 +1259,25 @@ func beamFits(l *limiter.Limiter, cls [][]shot, wants []int, place func([]int64,
 // stateAt replays history through a fresh model of l and says what it
 // would answer a request at ms: its state, in four numbers.
 func stateAt(l *limiter.Limiter, history []int64, ms int64) [4]int64 {
-	m := l.Model()
-	last := int64(math.MinInt64)
-	for _, h := range history {
-		m.Allow(h, 1)
-		last = h
-	}
+	m, last := replayed(l, history)
 	d := m.Allow(max(ms, last), 1)
 	allowed := int64(0)
 	if d.Allowed {
 		allowed = 1
 	}
 	return [4]int64{allowed, d.Remaining, d.RetryMs, d.ResetMs}
+}
+
+// replayed is a fresh model of l that has decided history (one unit at
+// each moment, in order) and the last of those moments.
+func replayed(l *limiter.Limiter, history []int64) (model.Limiter, int64) {
+	m := l.Model()
+	last := int64(math.MinInt64)
+	for _, h := range history {
+		m.Allow(h, 1)
+		last = h
+	}
+	return m, last
 }
 
 // beamWidth is how many placements beamFits keeps after each cluster.
@@ -1378,10 +1381,7 @@ const clusterGap = 15 * time.Millisecond
 // sign is +1 when the model, at the moments kept, admits more of cl than
 // the target did, -1 when fewer.
 func sign(l *limiter.Limiter, history []int64, cl []shot, at []int64) int {
-	m := l.Model()
-	for _, h := range history {
-		m.Allow(h, 1)
-	}
+	m, _ := replayed(l, history)
 	got, want := 0, 0
 	for i, s := range cl {
 		if m.Allow(at[i], 1).Allowed {
