@@ -1206,8 +1206,8 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 
 // beamFits searches moments for cls cluster by cluster, breadth first:
 // every placement kept so far is extended by every moment of the next
-// cluster that explains it, and of the histories that explain every
-// cluster up to there at most beamWidth are kept, spread over the
+// cluster that explains it, and of the distinct histories that explain
+// every cluster up to there at most beamWidth are kept, spread over the
 // states they leave the model in (what it would answer at the next
 // cluster's earliest moment: admitted, remaining, retry, reset), so that
 // the earliest and the latest ways of explaining so far both survive.
@@ -1219,9 +1219,14 @@ func beamFits(l *limiter.Limiter, cls [][]shot, wants []int, place func([]int64,
 		sig     [4]int64
 	}
 	frontier := []node{{}}
+	n := 0
+	for _, cl := range cls {
+		n += len(cl)
+	}
+	width := beamWidth(n)
 	for k, cl := range cls {
 		var next []node
-		seen := map[[4]int64]bool{}
+		seen := map[string]bool{}
 		for _, n := range frontier {
 			for _, t := range moments(cl, slack) {
 				at, got := place(n.history, cl, t)
@@ -1233,21 +1238,24 @@ func beamFits(l *limiter.Limiter, cls [][]shot, wants []int, place func([]int64,
 				if k+1 < len(cls) {
 					sig = stateAt(l, h, cls[k+1][0].Sent.UnixMilli()-slack)
 				}
-				if seen[sig] {
+				key := fmt.Sprint(h)
+				if seen[key] {
 					continue
 				}
-				seen[sig] = true
+				seen[key] = true
 				next = append(next, node{h, sig})
 			}
 		}
 		if len(next) == 0 {
 			return false
 		}
-		if len(next) > beamWidth {
-			slices.SortFunc(next, func(a, b node) int { return slices.Compare(a.sig[:], b.sig[:]) })
-			kept := make([]node, 0, beamWidth)
-			for i := range beamWidth {
-				kept = append(kept, next[i*(len(next)-1)/(beamWidth-1)])
+		if len(next) > width {
+			slices.SortFunc(next, func(a, b node) int {
+				return cmp.Or(slices.Compare(a.sig[:], b.sig[:]), slices.Compare(a.history, b.history))
+			})
+			kept := make([]node, 0, width)
+			for i := range width {
+				kept = append(kept, next[i*(len(next)-1)/(width-1)])
 			}
 			next = kept
 		}
@@ -1280,8 +1288,12 @@ func replayed(l *limiter.Limiter, history []int64) (model.Limiter, int64) {
 	return m, last
 }
 
-// beamWidth is how many placements beamFits keeps after each cluster.
-const beamWidth = 24
+// beamWidth is how many placements beamFits keeps after each cluster
+// when it replays n requests: 200 for a small quota's few dozen (a
+// sliding log needed 160 in a run the suite failed: its state at the
+// next cluster does not show when its entries expire), fewer as every
+// placement replays more, never under 24.
+func beamWidth(n int) int { return min(200, max(24, 40000/max(n, 1))) }
 
 // A moment is when a cluster's requests are decided: all at one instant
 // (from == to), or spread evenly from one to the other in send order (a

@@ -20,7 +20,46 @@ import (
 // bucket a miss by 4; the search by clusters finds the fit. Its
 // neighbours still miss.
 func TestReplayFirstAnswerSlow(t *testing.T) {
-	b, err := os.ReadFile("testdata/slow-first-answer.json")
+	replayFile(t, "testdata/slow-first-answer.json", []replayCase{
+		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")}, true},
+		{limiter.Params{Algo: limiter.GCRA, Burst: 10, Rate: rate.MustParse("5/s")}, true},
+		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("6/s")}, false},
+		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("4/s")}, false},
+		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 11, Rate: rate.MustParse("5/s")}, false},
+		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 9, Rate: rate.MustParse("5/s")}, false},
+		{limiter.Params{Algo: limiter.SlidingWindow, Limit: 10, Window: 2 * time.Second}, false},
+		{limiter.Params{Algo: limiter.FixedWindow, Limit: 10, Window: 2 * time.Second}, false},
+	})
+}
+
+// TestReplayWindowSpreadBurst: another run the suite failed (cmd
+// TestInitThenCheck, testdata/window-spread-burst.json, identity A of
+// serve's sliding window of 10 per 2 s): the busy machine spread the
+// first burst's sends over 84 ms, and which of its admissions expire
+// before each refill request 2 s later is what the refill phase shows.
+// Keeping 24 placements after each cluster lost the one that explains
+// it (the model's state at the next cluster does not show when its
+// entries expire); 160 kept it.
+func TestReplayWindowSpreadBurst(t *testing.T) {
+	replayFile(t, "testdata/window-spread-burst.json", []replayCase{
+		{limiter.Params{Algo: limiter.SlidingWindow, Limit: 10, Window: 2 * time.Second}, true},
+		{limiter.Params{Algo: limiter.SlidingWindow, Limit: 9, Window: 2 * time.Second}, false},
+		{limiter.Params{Algo: limiter.SlidingWindow, Limit: 11, Window: 2 * time.Second}, false},
+		{limiter.Params{Algo: limiter.FixedWindow, Limit: 10, Window: 2 * time.Second}, false},
+		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")}, false},
+	})
+}
+
+type replayCase struct {
+	p    limiter.Params
+	fits bool
+}
+
+// replayFile replays one identity's observations from file through each
+// case's model and checks whether it fits.
+func replayFile(t *testing.T, file string, cases []replayCase) {
+	t.Helper()
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,19 +74,7 @@ func TestReplayFirstAnswerSlow(t *testing.T) {
 		group = append(group, shot{obs: obs{Sent: at(o.SentMs), Done: at(o.DoneMs), Status: o.Status, Batch: o.Batch}, phase: o.Phase, key: o.Identity})
 	}
 	f := &fp{start: t0}
-	for _, tt := range []struct {
-		p    limiter.Params
-		fits bool
-	}{
-		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")}, true},
-		{limiter.Params{Algo: limiter.GCRA, Burst: 10, Rate: rate.MustParse("5/s")}, true},
-		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("6/s")}, false},
-		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("4/s")}, false},
-		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 11, Rate: rate.MustParse("5/s")}, false},
-		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 9, Rate: rate.MustParse("5/s")}, false},
-		{limiter.Params{Algo: limiter.SlidingWindow, Limit: 10, Window: 2 * time.Second}, false},
-		{limiter.Params{Algo: limiter.FixedWindow, Limit: 10, Window: 2 * time.Second}, false},
-	} {
+	for _, tt := range cases {
 		l, err := limiter.NewLimiter(tt.p)
 		if err != nil {
 			t.Fatal(err)
