@@ -1071,14 +1071,10 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 	// place replays history, then cl at moment t (each request kept
 	// within its own span and the slack), and says how many it admits
 	place := func(history []int64, cl []shot, t moment) ([]int64, int) {
-		m, last := replayed(l, history)
-		at := make([]int64, len(cl))
+		m, _ := replayed(l, history)
+		at := placedAt(history, cl, t, slack) // a model's clock never goes back
 		got := 0
-		for i, s := range cl {
-			ti := t.at(i, len(cl))
-			ti = min(max(ti, s.Sent.UnixMilli()-slack), s.Done.UnixMilli()+slack)
-			ti = max(ti, last) // a model's clock never goes back
-			at[i], last = ti, ti
+		for _, ti := range at {
 			if m.Allow(ti, 1).Allowed {
 				got++
 			}
@@ -1211,57 +1207,85 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 // states they leave the model in (what it would answer at the next
 // cluster's earliest moment: admitted, remaining, retry, reset), so that
 // the earliest and the latest ways of explaining so far both survive.
-// It says whether some history explains every cluster.
+// It says whether some history explains every cluster. Each placement
+// replays its history, so the search gives up past beamWork replayed
+// decisions, and is not tried for more than beamMaxShots requests (a
+// large quota's bursts, explained within their rounding already).
 func beamFits(l *limiter.Limiter, cls [][]shot, wants []int, place func([]int64, []shot, moment) ([]int64, int)) bool {
 	slack := clockSlack.Milliseconds()
+	n := 0
+	for _, cl := range cls {
+		n += len(cl)
+	}
+	if n > beamMaxShots {
+		return false
+	}
 	type node struct {
 		history []int64
 		sig     [4]int64
 	}
 	frontier := []node{{}}
-	n := 0
-	for _, cl := range cls {
-		n += len(cl)
-	}
-	width := beamWidth(n)
+	work := 0
 	for k, cl := range cls {
 		var next []node
-		seen := map[string]bool{}
-		for _, n := range frontier {
+		for _, parent := range frontier {
+			// moments a clamp makes alike (a single request's span) are
+			// placed once
+			var tried [][]int64
 			for _, t := range moments(cl, slack) {
-				at, got := place(n.history, cl, t)
+				if work > beamWork {
+					return false
+				}
+				if at := placedAt(parent.history, cl, t, slack); slices.ContainsFunc(tried, func(b []int64) bool { return slices.Equal(at, b) }) {
+					continue
+				}
+				at, got := place(parent.history, cl, t)
+				work += len(parent.history) + len(cl)
+				tried = append(tried, at)
 				if abs(got-wants[k]) > roundingOf(cl) {
 					continue
 				}
-				h := append(n.history[:len(n.history):len(n.history)], at...)
+				h := append(parent.history[:len(parent.history):len(parent.history)], at...)
 				var sig [4]int64
 				if k+1 < len(cls) {
 					sig = stateAt(l, h, cls[k+1][0].Sent.UnixMilli()-slack)
+					work += len(h)
 				}
-				key := fmt.Sprint(h)
-				if seen[key] {
-					continue
-				}
-				seen[key] = true
 				next = append(next, node{h, sig})
 			}
 		}
 		if len(next) == 0 {
 			return false
 		}
-		if len(next) > width {
-			slices.SortFunc(next, func(a, b node) int {
-				return cmp.Or(slices.Compare(a.sig[:], b.sig[:]), slices.Compare(a.history, b.history))
-			})
-			kept := make([]node, 0, width)
-			for i := range width {
-				kept = append(kept, next[i*(len(next)-1)/(width-1)])
+		if len(next) > beamWidth {
+			slices.SortStableFunc(next, func(a, b node) int { return slices.Compare(a.sig[:], b.sig[:]) })
+			kept := make([]node, 0, beamWidth)
+			for i := range beamWidth {
+				kept = append(kept, next[i*(len(next)-1)/(beamWidth-1)])
 			}
 			next = kept
 		}
 		frontier = next
 	}
 	return true
+}
+
+// placedAt is when place would decide each of cl at moment t after
+// history: each request kept within its span and the slack, and never
+// before the decision before it.
+func placedAt(history []int64, cl []shot, t moment, slack int64) []int64 {
+	last := int64(math.MinInt64)
+	if len(history) > 0 {
+		last = history[len(history)-1]
+	}
+	at := make([]int64, len(cl))
+	for i, s := range cl {
+		ti := t.at(i, len(cl))
+		ti = min(max(ti, s.Sent.UnixMilli()-slack), s.Done.UnixMilli()+slack)
+		ti = max(ti, last)
+		at[i], last = ti, ti
+	}
+	return at
 }
 
 // stateAt replays history through a fresh model of l and says what it
@@ -1288,12 +1312,18 @@ func replayed(l *limiter.Limiter, history []int64) (model.Limiter, int64) {
 	return m, last
 }
 
-// beamWidth is how many placements beamFits keeps after each cluster
-// when it replays n requests: 200 for a small quota's few dozen (a
-// sliding log needed 160 in a run the suite failed: its state at the
-// next cluster does not show when its entries expire), fewer as every
-// placement replays more, never under 24.
-func beamWidth(n int) int { return min(200, max(24, 40000/max(n, 1))) }
+// beamWidth is how many placements beamFits keeps after each cluster:
+// a sliding log needed 160 in a run the suite failed (its state at the
+// next cluster does not show when its entries expire).
+const beamWidth = 200
+
+// beamWork bounds the decisions beamFits replays for one model and one
+// identity (about a tenth of a second), beamMaxShots the requests it
+// searches.
+const (
+	beamWork     = 8_000_000
+	beamMaxShots = 300
+)
 
 // A moment is when a cluster's requests are decided: all at one instant
 // (from == to), or spread evenly from one to the other in send order (a
