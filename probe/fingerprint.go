@@ -157,6 +157,8 @@ type fp struct {
 	// windowLo and windowHi bound a window measured end to end (no
 	// policy said it): the round windows between them are candidates
 	windowLo, windowHi time.Duration
+	// refillFrom is when the burst the refill is timed from began
+	refillFrom time.Time
 }
 
 func (f *fp) add(phase, why, key string, os []obs) {
@@ -366,14 +368,7 @@ func (f *fp) burstCap() int {
 // their own, side by side, so the whole takes about two windows.
 func (f *fp) collect(ctx context.Context, first obs) error {
 	p := f.p
-	a := []obs{first}
-	more, err := p.exhaust(ctx, f.id("A"), f.d.q, f.burstCap()-1)
-	a = append(a, more...)
-	// and a few more refused, so the quota is surely spent
-	if err == nil && refusedAny(a) {
-		extra, _, e := p.burst(ctx, f.id("A"), 3)
-		a, err = append(a, extra...), e
-	}
+	a, err := f.spend(ctx, first)
 	f.add("burst", "a burst from a fresh key: the quota at once", "A", a)
 	if err != nil {
 		return err
@@ -401,8 +396,28 @@ func (f *fp) collect(ctx context.Context, first obs) error {
 	}
 	// the refill: single requests, further and further apart, until one
 	// passes, then the next one
+	const refillWhy = "single requests after the burst, ever further apart, until three pass: the refill's rate, or the window's end"
 	poll, err := f.pollUntil(ctx, "A", lastDone(a), 3, false)
-	f.add("refill", "single requests after the burst, ever further apart, until three pass: the refill's rate, or the window's end", "A", poll)
+	guessed := f.d.w <= 0
+	if err == nil && guessed && len(poll) > 0 && poll[0].admitted() {
+		// the very first request after the refusals passed: a refill
+		// faster than the probe can time, or a window's end (windows on
+		// the clock end where they will) fell right after the burst. The
+		// quota is spent once more and the refill timed from there: the
+		// next end is a whole window away
+		f.add("refill-early", refillWhy+"; the first passed at once, so the burst ran again", "A", poll)
+		f.notes = append(f.notes, "the first request after the refusals passed at once (a window's end right after the burst, or a refill faster than the probe can time): the quota was spent once more and the refill timed from there")
+		a, err = f.spend(ctx)
+		f.add("burst-again", "the quota spent once more, the refill timed from here", "A", a)
+		if err != nil {
+			return err
+		}
+		poll, err = f.pollUntil(ctx, "A", lastDone(a), 3, false)
+	}
+	if len(a) > 0 {
+		f.refillFrom = a[0].Sent
+	}
+	f.add("refill", refillWhy, "A", poll)
 	if err != nil {
 		return err
 	}
@@ -418,7 +433,6 @@ func (f *fp) collect(ctx context.Context, first obs) error {
 		return nil
 	}
 	back := poll[firstBack].Done.Sub(a[0].Sent)
-	guessed := f.d.w <= 0
 	if guessed && firstBack == 0 {
 		// nothing says how long a window is, and the very first request
 		// after the refusals passed: the refill is faster than the probe
@@ -524,6 +538,21 @@ func (f *fp) collect(ctx context.Context, first obs) error {
 		}
 	}
 	return nil
+}
+
+// spend sends A's requests until the quota is spent: waves in flight at
+// once, up to the probe's cap, and a few more once one was refused. The
+// burst goes on from lead (the first request, on the first burst).
+func (f *fp) spend(ctx context.Context, lead ...obs) ([]obs, error) {
+	a := lead
+	more, err := f.p.exhaust(ctx, f.id("A"), f.d.q, f.burstCap()-len(a))
+	a = append(a, more...)
+	// and a few more refused, so the quota is surely spent
+	if err == nil && refusedAny(a) {
+		extra, _, e := f.p.burst(ctx, f.id("A"), 3)
+		a, err = append(a, extra...), e
+	}
+	return a, err
 }
 
 // lastDone is when the latest answer so far came back.
@@ -769,9 +798,8 @@ func (f *fp) candidates() []limiter.Params {
 			back = append(back, s.obs)
 		}
 	}
-	burstStart := f.shots[0].Sent
-	if len(back) > 0 {
-		windows[back[0].Done.Sub(burstStart).Round(100*time.Millisecond)] = true
+	if len(back) > 0 && !f.refillFrom.IsZero() {
+		windows[back[0].Done.Sub(f.refillFrom).Round(100*time.Millisecond)] = true
 	}
 	for i := 1; i < len(back) && i < 3; i++ {
 		if gap := back[i].Sent.Sub(back[i-1].Sent); gap > 0 {
@@ -1161,44 +1189,51 @@ func replayGroup(l *limiter.Limiter, group []shot, c *Candidate, why func([]shot
 		}
 		farOff = farOff || hopeless
 	}
-	// the search went deep on a wrong early choice (the first request's
-	// moment sets a bucket's refill for every later one) and spent its
-	// budget below it: a model that misses only narrowly is tried once
-	// more, cluster by cluster, keeping a spread of the placements that
-	// explain each so far
-	if !farOff && beamFits(l, cls, wants, place) {
-		c.Exact = false
-		return
-	}
 	// no moments explain every cluster: count what the nearest moments
 	// miss, cluster by cluster
-	c.Exact = false
+	misses, ruledOut := 0, ""
 	var history []int64
 	for k, cl := range cls {
 		var best []int64
 		bestDiff := math.MaxInt
 		for _, t := range moments(cl, slack) {
 			at, got := place(history, cl, t)
-			diff := got - wants[k]
-			if diff < 0 {
-				diff = -diff
-			}
-			if diff < bestDiff {
+			if diff := abs(got - wants[k]); diff < bestDiff {
 				best, bestDiff = at, diff
 			}
-			if diff == 0 {
+			if bestDiff == 0 {
 				break
 			}
 		}
 		if bestDiff > 0 {
-			c.Mismatches += bestDiff
-			if c.RuledOutBy == "" {
-				c.RuledOutBy = why(cl, wants[k], wants[k]+bestDiff*sign(l, history, cl, best))
+			misses += bestDiff
+			if ruledOut == "" {
+				ruledOut = why(cl, wants[k], wants[k]+bestDiff*sign(l, history, cl, best))
 			}
 		}
 		history = append(history, best...)
 	}
+	// the search went deep on a wrong early choice (the first request's
+	// moment sets a bucket's refill for every later one) and spent its
+	// budget below it, or gave up on a burst no moment of its own
+	// explains where an earlier burst's decisions, spread otherwise, would
+	// (a sliding log's entries expire as they were decided): a model that
+	// misses only narrowly is tried once more, cluster by cluster,
+	// keeping a spread of the placements that explain each so far
+	c.Exact = false
+	if (!farOff || misses <= nearMiss(len(group))) && beamFits(l, cls, wants, place) {
+		return
+	}
+	c.Mismatches += misses
+	if c.RuledOutBy == "" {
+		c.RuledOutBy = ruledOut
+	}
 }
+
+// nearMiss is how many requests a model may miss, counted at each
+// cluster's nearest moment, and still be searched again breadth first
+// after the depth-first search gave up on it as far off.
+func nearMiss(n int) int { return max(6, n/10) }
 
 // beamFits searches moments for cls cluster by cluster, breadth first:
 // every placement kept so far is extended by every moment of the next

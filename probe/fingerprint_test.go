@@ -2,21 +2,25 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelimit-dev/ratelimit/doc"
 	"github.com/ratelimit-dev/ratelimit/limiter"
 	"github.com/ratelimit-dev/ratelimit/limtest"
 	"github.com/ratelimit-dev/ratelimit/rate"
 	"github.com/ratelimit-dev/ratelimit/redistest"
+	"github.com/ratelimit-dev/ratelimit/schematest"
 )
 
 // fingerprintRuns is how many fingerprints each target gets: 1, or 10
@@ -246,4 +250,87 @@ func TestFingerprintNoLimiter(t *testing.T) {
 		dumpFingerprint(t, res)
 		t.Fatalf("a target without a limiter: verdict %s with %d fits, want undecided with none, saying nothing was refused", res.Verdict, len(res.Fits))
 	}
+}
+
+// edgeAfterBurstTarget is a fixed window of limit per windowSeconds on
+// the clock, kept per identity (the header X-API-Key), whose answers are
+// timed so a window's end falls right after the first burst: the first
+// request is held until 1.5 s before a window ends, and identity A's
+// first request after another identity's (the poll after the isolation
+// request) until just after that end. The answers are a clock window's
+// all the same, decided when they are sent back.
+func edgeAfterBurstTarget(t *testing.T, limit int, windowSeconds int64) string {
+	t.Helper()
+	w := windowSeconds * 1000
+	var mu sync.Mutex
+	var edge int64 // the window's end the first burst runs before (unix ms)
+	hits := map[string]int{}
+	var first, other string // the first identity; another one seen after it
+	held := false
+	return fake(t, func(rw http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(DefaultIdentityHeader)
+		mu.Lock()
+		var until int64
+		switch {
+		case first == "":
+			first = id
+			now := time.Now().UnixMilli()
+			edge = (now/w + 1) * w
+			if edge-now < 1700 {
+				edge += w
+			}
+			until = edge - 1500
+		case id != first && other == "":
+			other = id
+		case id == first && other != "" && !held:
+			held = true
+			until = edge + 5
+		}
+		mu.Unlock()
+		if until > 0 {
+			time.Sleep(time.Until(time.UnixMilli(until)))
+		}
+		mu.Lock()
+		key := fmt.Sprintf("%s:%d", id, time.Now().UnixMilli()/w)
+		hits[key]++
+		n := hits[key]
+		mu.Unlock()
+		if n > limit {
+			limited(rw)
+			return
+		}
+		fmt.Fprintln(rw, "ok")
+	})
+}
+
+// TestFingerprintEdgeAfterBurst: a clock window whose end falls between
+// the first burst and the first poll gives the quota back at once, which
+// also looks like a refill too fast to time; the fingerprint spends the
+// quota once more and times the refill from there, and names the window
+// (it called the run undecided before: CI, a real INCR + EXPIREAT window
+// whose end fell 20 ms after the burst).
+func TestFingerprintEdgeAfterBurst(t *testing.T) {
+	t.Parallel()
+	url := edgeAfterBurstTarget(t, 10, 2)
+	res := fingerprint(t, url)
+	want := "fixed-window:limit=10,window=2s,align=clock"
+	if !named(res, want) {
+		dumpFingerprint(t, res)
+		t.Fatalf("a window's end right after the burst: best fit %s (%s), want %s", firstFit(res), res.Checks[0].Message, want)
+	}
+	var again bool
+	for _, p := range res.Phases {
+		again = again || p.Name == "burst-again"
+	}
+	if !again {
+		dumpFingerprint(t, res)
+		t.Errorf("no burst-again phase: the window's end was not where the test put it")
+	}
+	// the document, with the phases of a second burst, fits its schema
+	res.Tool, res.Command = &doc.Tool{Name: "ratelimit", Version: "(devel)"}, []string{"ratelimit", "probe", url, "--fingerprint"}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schematest.Validate(t, "the fingerprint document", b)
 }

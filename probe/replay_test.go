@@ -86,3 +86,25 @@ func replayFile(t *testing.T, file string, cases []replayCase) {
 		}
 	}
 }
+
+// TestReplayWindowDecidedApart: a third run the suite failed (cmd
+// TestInitThenCheck again, testdata/window-decided-apart.json, identity
+// A of serve's sliding window of 10 per 2 s): the first burst's twelve
+// requests took 60 to 130 ms to answer, and the target decided some of
+// its admissions early and some late: two more expired just before the
+// burst after the refill, the rest just after. No moment of that burst
+// explains it unless the first burst's decisions are spread so, and
+// the depth-first search gave the model up there as far off (missed by
+// 5 at every moment of its own); the search by clusters finds the fit.
+// Its neighbours still miss.
+func TestReplayWindowDecidedApart(t *testing.T) {
+	replayFile(t, "testdata/window-decided-apart.json", []replayCase{
+		{limiter.Params{Algo: limiter.SlidingWindow, Limit: 10, Window: 2 * time.Second}, true},
+		{limiter.Params{Algo: limiter.SlidingWindow, Limit: 9, Window: 2 * time.Second}, false},
+		{limiter.Params{Algo: limiter.SlidingWindow, Limit: 11, Window: 2 * time.Second}, false},
+		{limiter.Params{Algo: limiter.SlidingWindow, Limit: 10, Window: 2200 * time.Millisecond}, false},
+		{limiter.Params{Algo: limiter.FixedWindow, Limit: 10, Window: 2 * time.Second}, false},
+		{limiter.Params{Algo: limiter.FixedWindow, Limit: 10, Window: 2 * time.Second, Align: limiter.AlignClock}, false},
+		{limiter.Params{Algo: limiter.TokenBucket, Capacity: 10, Rate: rate.MustParse("5/s")}, false},
+	})
+}
