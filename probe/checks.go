@@ -384,19 +384,7 @@ func (d *data) retryAfterE() Check {
 		return skip(c.ID, "no valid Retry-After to judge (see retry-after)")
 	}
 	if ra.Zero() {
-		if d.eRetry == nil {
-			return skip(c.ID, "Retry-After: 0, and no retry was sent")
-		}
-		c.Evidence = []string{"Retry-After 0 on " + evidenceLine(ref), "the retry at once: " + evidenceLine(*d.eRetry)}
-		if d.eRetry.admitted() {
-			c.Status = Pass
-			c.Message = "Retry-After: 0 (retry at once), which RFC 9110 allows, and the retry at once was admitted"
-			return c
-		}
-		c.Status = Fail
-		c.Message = "Retry-After: 0 told the client to retry at once, and the retry at once was refused: clients that do as told hammer the limiter"
-		c.Fix = "send Retry-After with the whole seconds until the quota returns, rounded up (0 only once it is back)"
-		return c
+		return d.retryAtOnce(c)
 	}
 	if ra.Delay <= 0 {
 		return skip(c.ID, "the Retry-After date is already past: nothing to wait for")
@@ -441,6 +429,51 @@ func (d *data) retryAfterE() Check {
 		c.Message = fmt.Sprintf("Retry-After %s, quota back after %s (tolerance: rounding up to whole seconds, plus %s)",
 			ra.Delay, measured.Round(time.Millisecond), retryAfterSlack)
 	}
+	return c
+}
+
+// retryAtOnce judges E's retries at once after refusals that said
+// Retry-After: 0. One refused is a dishonest 0. Admitted, a retry is
+// evidence only when it went out sooner than one request's quota comes
+// back (half the window over the quota, when the policy says it): a
+// slower one would have been admitted whatever the header said.
+func (d *data) retryAtOnce(c Check) Check {
+	var judged []retryAtOnce
+	for _, r := range d.eRetries {
+		if ra, err := header.CheckRetryAfter(r.Ref.Header, r.Ref.Done); err == nil && r.Ref.refused() && ra.Zero() {
+			judged = append(judged, r)
+		}
+	}
+	if len(judged) == 0 {
+		return skip(c.ID, "Retry-After: 0, and no retry was sent")
+	}
+	fix := "send Retry-After with the whole seconds until the quota returns, rounded up (0 only once it is back)"
+	pair := func(r retryAtOnce) []string {
+		return []string{"Retry-After 0 on " + evidenceLine(r.Ref), fmt.Sprintf("the retry %s later: %s", r.Retry.Sent.Sub(r.Ref.Done).Round(time.Millisecond), evidenceLine(r.Retry))}
+	}
+	for _, r := range judged {
+		if r.Retry.refused() {
+			c.Status, c.Evidence, c.Fix = Fail, pair(r), fix
+			c.Message = fmt.Sprintf("Retry-After: 0 told the client to retry at once, and the retry at once (%s later) was refused: clients that do as told hammer the limiter", r.Retry.Sent.Sub(r.Ref.Done).Round(time.Millisecond))
+			return c
+		}
+	}
+	unit := time.Duration(0)
+	if d.q > 0 && d.w > 0 {
+		unit = d.w / time.Duration(d.q)
+	}
+	var soon []retryAtOnce
+	for _, r := range judged {
+		if unit == 0 || r.Retry.Sent.Sub(r.Ref.Done) < unit/2 {
+			soon = append(soon, r)
+		}
+	}
+	if len(soon) == 0 {
+		waited := judged[0].Retry.Sent.Sub(judged[0].Ref.Done)
+		return skip(c.ID, fmt.Sprintf("Retry-After: 0, and the retries at once were admitted, but the first went out %s after the refusal, more than half the %s one request's quota takes to come back: too late to tell an honest 0 from a lucky one", waited.Round(time.Millisecond), unit.Round(time.Millisecond)))
+	}
+	c.Status, c.Evidence = Pass, pair(soon[0])
+	c.Message = fmt.Sprintf("Retry-After: 0 (retry at once), which RFC 9110 allows, and each of the %d retries at once was admitted", len(soon))
 	return c
 }
 

@@ -43,16 +43,18 @@ type data struct {
 	aWaited time.Duration
 	e       []obs // identity E until its first refusal
 	ePoll   []obs // E polled until admitted
-	eRetry  *obs  // E's retry at once after a Retry-After: 0
-	b       obs   // a fresh identity B right after A ran out
-	anonMid obs   // a request without identity right after A ran out
-	anon    []obs // requests without identity until refused
-	spoofs  []spoofTry
-	c, d    obs // first requests of C and D (reset)
-	cBurst  []obs
-	cAt     time.Duration // C's burst, after C's first answer
-	dBurst  []obs
-	dAt     time.Duration
+	// eRetries are E's moves right after a Retry-After: 0, each with the
+	// answer before it
+	eRetries []retryAtOnce
+	b        obs   // a fresh identity B right after A ran out
+	anonMid  obs   // a request without identity right after A ran out
+	anon     []obs // requests without identity until refused
+	spoofs   []spoofTry
+	c, d     obs // first requests of C and D (reset)
+	cBurst   []obs
+	cAt      time.Duration // C's burst, after C's first answer
+	dBurst   []obs
+	dAt      time.Duration
 	// unanswered says why the run decided nothing: most requests got
 	// no answer
 	unanswered string
@@ -64,6 +66,15 @@ type data struct {
 	all  []obs  // every response
 	peer string // the probe's address as the target sees it
 }
+
+// retryAtOnce is a request sent as soon as the one before it (Ref) was
+// answered: after a refusal that said Retry-After: 0, a retry at once.
+type retryAtOnce struct {
+	Ref, Retry obs
+}
+
+// zeroRetries is how many moves follow a Retry-After: 0.
+const zeroRetries = 8
 
 // spoofTry is one client-IP header tried against an exhausted quota:
 // attempts with one spoofed address and as many controls without the
@@ -682,12 +693,25 @@ func (d *data) pollRetry(ctx context.Context, p *prober, identity string, ref ob
 		return nil
 	}
 	if ra.Zero() {
-		ob, err := p.send(ctx, identity)
-		if err != nil {
-			return err
+		// the client's very next move, and again after each refusal
+		// that says 0: a retry admitted because the quota came back
+		// just then is luck, not proof, so up to zeroRetries moves are
+		// sampled, stopping at the first refused one
+		prev := ref
+		for range zeroRetries {
+			ob, err := p.send(ctx, identity)
+			if err != nil {
+				return err
+			}
+			d.eRetries = append(d.eRetries, retryAtOnce{Ref: prev, Retry: ob})
+			d.record(ob)
+			if ob.refused() {
+				if ra, err := header.CheckRetryAfter(ob.Header, ob.Done); err != nil || !ra.Zero() || prev.refused() {
+					return nil
+				}
+			}
+			prev = ob
 		}
-		d.eRetry = &ob
-		d.record(ob)
 		return nil
 	}
 	if ra.Delay <= 0 || ra.Delay > p.o.MaxWait {

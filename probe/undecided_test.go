@@ -374,3 +374,58 @@ func TestUnidentifiedBypass(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryAtOnceSamples: retry-after-honest after Retry-After: 0 is
+// judged on every retry at once E made, each against the answer just
+// before it: one refused fails the check, even after a first retry the
+// quota's refill admitted by luck (CI: serve --break retry-after-zero
+// passed on a single retry sent late on a busy machine); all admitted
+// passes only when they went out sooner than one request's quota comes
+// back; later ones prove nothing and the check is skipped.
+func TestRetryAtOnceSamples(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	zero := http.Header{"Retry-After": {"0"}}
+	// at is a request sent at ms and answered 1 ms later
+	at := func(ms int, status int) obs {
+		o := obs{Sent: t0.Add(time.Duration(ms) * time.Millisecond), Done: t0.Add(time.Duration(ms+1) * time.Millisecond), Status: status}
+		if status == http.StatusTooManyRequests {
+			o.Header = zero
+		}
+		return o
+	}
+	// moves are E's answers in order: the refusal, then each retry
+	moves := func(ms ...int) []retryAtOnce {
+		var out []retryAtOnce
+		for i := 1; i < len(ms); i++ {
+			status := func(m int) int {
+				if m < 0 {
+					return http.StatusTooManyRequests
+				}
+				return http.StatusOK
+			}
+			abs := func(m int) int { return max(m, -m) }
+			out = append(out, retryAtOnce{Ref: at(abs(ms[i-1]), status(ms[i-1])), Retry: at(abs(ms[i]), status(ms[i]))})
+		}
+		return out
+	}
+	// a negative time is a refusal (Retry-After: 0), a positive one an
+	// admission; the policy is 10 per 2 s: one request back in 200 ms
+	for _, tt := range []struct {
+		name  string
+		moves []retryAtOnce
+		want  string
+	}{
+		{"the first retry refused", moves(-100, -103), Fail},
+		{"a lucky first retry, then one refused", moves(-100, 150, -152, -155), Fail},
+		{"every retry at once admitted", moves(-100, 103, -105, 108, -110, 112), Pass},
+		{"admitted, but each 300 ms later", moves(-100, 401, -403, 704), Skip},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &data{q: 10, w: 2 * time.Second, eRetries: tt.moves}
+			c := d.retryAtOnce(Check{Check: doc.Check{ID: CheckRetryAfterHonest}})
+			if c.Status != tt.want {
+				t.Errorf("retry-after-honest %s (%s), want %s", c.Status, c.Message, tt.want)
+			}
+		})
+	}
+}
