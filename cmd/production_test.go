@@ -118,15 +118,15 @@ func TestReplicasBehindOneAddress(t *testing.T) {
 	}
 	three := front(3)
 	code, res := loadOf(three)
-	if code != exitcode.Failed || !anyHas(res.Notes, "about 3 independent counters") {
-		t.Errorf("load against three replicas = %d, notes %q; want 1 and about 3 counters", code, res.Notes)
+	if code != exitcode.Failed || !counters(res.Notes) {
+		t.Errorf("load against three replicas = %d, notes %q; want 1 and about 3 counters (2 when requests in flight together only bound it)", code, res.Notes)
 	}
 	if c := findCheck(res.CheckList(), "expect"); c == nil || !strings.Contains(c.Message, "kept per instance") {
 		t.Errorf("the failed expectation does not name the replicas: %+v", c)
 	}
 	code, failed := probeFailed(t, three)
-	if code != exitcode.Failed || !anyHas(failed, "about 3 independent counters") {
-		t.Errorf("probe against three replicas = %d, failed %q; want 1 naming about 3 counters", code, failed)
+	if code != exitcode.Failed || !counters(failed) {
+		t.Errorf("probe against three replicas = %d, failed %q; want 1 naming about 3 counters (2 when requests in flight together only bound it)", code, failed)
 	}
 	code, fp := fingerprintOf(t, three)
 	if code != exitcode.Failed || !strings.Contains(fp.Checks[0].Message, "kept per instance") {
@@ -162,6 +162,14 @@ func TestUndecidedExit(t *testing.T) {
 	if code, _ := loadJSON(t, "--target", url, "--rate", "10/s", "--duration", "1s", "--allow-undecided"); code != exitcode.OK {
 		t.Errorf("load --allow-undecided = %d, want 0", code)
 	}
+}
+
+// counters reports whether one of xs names the three replicas' counters:
+// about 3, or at least 2 where requests in flight together over a busy
+// machine's long answers bound the count only from below; never more
+// counters than there are.
+func counters(xs []string) bool {
+	return anyHas(xs, "about 3 independent counters") || anyHas(xs, "about 2 independent counters") && anyHas(xs, ": at least 2)")
 }
 
 func contains(xs []string, x string) bool {

@@ -36,9 +36,12 @@ func Instances(rs []Answer, perToken time.Duration) (int, string) {
 // burstInstances reads the requests in flight together: for each burst
 // (overlapping send-to-answer spans), how often each r value above 0
 // came back (0 is what a counter saturated by its refill says every
-// time); the median multiplicity over those values is the counters'
-// number, when it is more than the refill while the burst was in flight
-// could repeat a value.
+// time); the median multiplicity over those values, when it is more
+// than the refill while the burst was in flight could repeat a value,
+// divided by that repeat (rounded up) is the counters' number: exact for
+// a burst shorter than a unit of refill, a lower bound for a longer one
+// (a busy machine answers slowly, and requests in flight together span
+// more).
 func burstInstances(rs []Answer, perToken time.Duration) (int, string) {
 	rs = slices.Clone(rs)
 	slices.SortFunc(rs, func(a, b Answer) int { return a.Sent.Compare(b.Sent) })
@@ -80,9 +83,20 @@ func burstInstances(rs []Answer, perToken time.Duration) (int, string) {
 			}
 		}
 		slices.Sort(ms)
-		if n := ms[len(ms)/2]; n > repeat && repeated >= 2 && n > best {
+		m := ms[len(ms)/2]
+		if m <= repeat || repeated < 2 {
+			continue
+		}
+		// n counters hand each value out at most n x repeat times: the
+		// count is at least the multiplicity over what one counter may
+		// repeat (exact for a burst shorter than a unit of refill)
+		n := max(2, (m+repeat-1)/repeat)
+		if n > best {
 			best = n
-			bestEv = fmt.Sprintf("in one burst of %d admitted at once, each remaining value came back about %d times (%s)", len(burst), n, valuesText(times))
+			bestEv = fmt.Sprintf("in one burst of %d admitted at once, each remaining value came back about %d times (%s)", len(burst), m, valuesText(times))
+			if repeat > 1 {
+				bestEv += fmt.Sprintf(", where one counter's refill over the %s the burst was in flight repeats a value at most %d times: at least %d", end.Sub(burst[0].Sent).Round(time.Millisecond), repeat, n)
+			}
 		}
 	}
 	return best, bestEv

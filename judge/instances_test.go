@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -75,6 +76,28 @@ func TestInstances(t *testing.T) {
 		answers   []Answer
 		min, most int
 	}{"three counters kept at their refill", saturated, 3, 3})
+	// what the suite's three replicas once reported on a busy machine:
+	// 38 admissions in flight together over about 2 s (each answered
+	// 300 ms after it was sent), r=3 x7, r=2 x12, r=1 x13 and six 0s;
+	// one counter may repeat a value 10 times over that span, so the
+	// multiplicity of 12 says at least 2 counters, never 12 (it said 12)
+	var long []Answer
+	for i, r := range slices.Concat(slices.Repeat([]int64{3}, 7), slices.Repeat([]int64{2}, 12), slices.Repeat([]int64{1}, 13), slices.Repeat([]int64{0}, 6)) {
+		sent := t0.Add(time.Duration(i) * 45 * time.Millisecond)
+		long = append(long, Answer{Sent: sent, Done: sent.Add(300 * time.Millisecond), Remaining: r})
+	}
+	// and its control: one bucket at about its refill, every request
+	// answered 400 ms later, so all are in flight together
+	var oneLong []Answer
+	for _, a := range bucketAnswers(1, 5, 5, steady(190*time.Millisecond, 2*time.Second)) {
+		a.Done = a.Sent.Add(400 * time.Millisecond)
+		oneLong = append(oneLong, a)
+	}
+	tests = append(tests, []struct {
+		name      string
+		answers   []Answer
+		min, most int
+	}{{"three counters in one long burst", long, 2, 3}, {"one bucket in one long burst", oneLong, 1, 1}}...)
 	for _, tt := range tests {
 		n, ev := Instances(tt.answers, perToken)
 		if n < tt.min || n > tt.most {
