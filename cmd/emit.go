@@ -48,7 +48,7 @@ func (f *Factory) newEmitter(outPath string) (*emitter, error) {
 	}
 	e := &emitter{f: f, format: format, started: f.Now()}
 	if outPath != "" {
-		if e.out, err = openOut(outPath); err != nil {
+		if e.out, err = openOut("--out", outPath); err != nil {
 			return nil, err
 		}
 	}
@@ -155,17 +155,18 @@ func maskArgs(args []string) []string {
 // outFile is --out, opened before the run so that a path that cannot be
 // written is refused (exit 2) before anything runs.
 type outFile struct {
+	flag    string // the flag that named it: --out
 	path    string
 	fh      *os.File
 	created bool // by openOut: removed again if no document is written
 }
 
-// openOut opens path for the document without truncating it: an existing
-// file keeps its contents until write. Only a regular file (or a new one)
+// openOut opens path (named by flag: --out) for the document without
+// truncating it: an existing file keeps its contents until write. Only a regular file (or a new one)
 // is accepted: a FIFO would block and a directory cannot hold it.
-func openOut(path string) (*outFile, error) {
+func openOut(flag, path string) (*outFile, error) {
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-		return nil, exitcode.Usagef("--out %s is not a regular file; name a file to write the JSON document to", path)
+		return nil, exitcode.Usagef("%s %s is not a regular file; name a file to write the JSON document to", flag, path)
 	}
 	created := true
 	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -174,9 +175,9 @@ func openOut(path string) (*outFile, error) {
 		fh, err = os.OpenFile(path, os.O_WRONLY, 0)
 	}
 	if err != nil {
-		return nil, exitcode.Usagef("--out %s cannot be written: %v; pass a writable path", path, errors.Unwrap(err))
+		return nil, exitcode.Usagef("%s %s cannot be written: %v; pass a writable path", flag, path, errors.Unwrap(err))
 	}
-	return &outFile{path: path, fh: fh, created: created}, nil
+	return &outFile{flag: flag, path: path, fh: fh, created: created}, nil
 }
 
 // write replaces the file's contents with the JSON document of doc.
@@ -186,7 +187,7 @@ func (o *outFile) write(doc any) error {
 	var buf bytes.Buffer
 	if err := report.Render(&buf, "json", doc, report.Options{}); err != nil {
 		fh.Close()
-		return fmt.Errorf("--out %s: %w", o.path, err)
+		return fmt.Errorf("%s %s: %w", o.flag, o.path, err)
 	}
 	err := fh.Truncate(0)
 	if err == nil {
@@ -196,7 +197,7 @@ func (o *outFile) write(doc any) error {
 		err = cerr
 	}
 	if err != nil {
-		return exitcode.Usagef("write --out %s: %v", o.path, err)
+		return exitcode.Usagef("write %s %s: %v", o.flag, o.path, err)
 	}
 	return nil
 }

@@ -44,6 +44,7 @@ type initOptions struct {
 	LimitedStatus  string
 	AcceptCurrent  bool
 	Workflow       string
+	FingerprintOut string
 }
 
 func newInitCmd(f *Factory, run func(*initOptions) error) *cobra.Command {
@@ -108,6 +109,7 @@ run was UNDECIDED (nothing written), 2 bad input, 3 unreachable.`,
 	fl.StringVar(&opts.Expect, "expect", "", "the model, instead of fingerprinting it: "+"token-bucket:burst=10,rate=5/s, ... (one model)")
 	fl.StringVar(&opts.LimitedStatus, "limited-status", "", "statuses besides 429 the limiter refuses with (e.g. 503 for nginx's default)")
 	fl.BoolVar(&opts.AcceptCurrent, "accept-current", false, "write the checks that fail today as warnings (each commented with what it found), so check passes until the limiter gets worse")
+	fl.StringVar(&opts.FingerprintOut, "fingerprint-out", "", "also write the fingerprint's JSON document to FILE, whether or not a model fits (for 'ratelimit report': every request and the near misses)")
 	fl.StringVar(&opts.Workflow, "workflow", "", "also write a CI workflow that runs check: github (.github/workflows/ratelimit.yml)")
 	return c
 }
@@ -187,10 +189,24 @@ func runInit(opts *initOptions) error {
 	runner := &stepRunner{f: f}
 	model, modelWhy := opts.Expect, "init's --expect"
 	if model == "" {
+		var fpOut *outFile
+		if opts.FingerprintOut != "" {
+			if fpOut, err = openOut("--fingerprint-out", opts.FingerprintOut); err != nil {
+				return err
+			}
+			defer fpOut.abort()
+		}
+		started := f.Now()
 		fmt.Fprintf(f.IO.ErrOut, "init: fingerprinting %s (about two windows of its limiter)\n", secret.URL(opts.URL))
 		fp, err := runner.fingerprint(opts.ctx, append(entry.ProbeArgs(suite.Defaults{}), "--fingerprint"))
 		if err != nil {
 			return err
+		}
+		if fpOut != nil {
+			fp.DocHeader().Stamp(doc.ToolOf(version.Get()), started, f.commandLine())
+			if err := fpOut.write(&fp); err != nil {
+				return err
+			}
 		}
 		switch {
 		case fp.Verdict == doc.VerdictUndecided:

@@ -3,22 +3,39 @@ package cmd
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ratelimit-dev/ratelimit/exitcode"
 	"github.com/ratelimit-dev/ratelimit/limtest"
+	"github.com/ratelimit-dev/ratelimit/schematest"
 	"github.com/ratelimit-dev/ratelimit/serve"
 	"github.com/ratelimit-dev/ratelimit/suite"
 )
 
 // initEntry runs `ratelimit init URL --file FILE args...` and returns
 // the file it wrote.
+//
+// The fingerprint's document (--fingerprint-out) must fit its schema;
+// when init fails, the test prints its requests, so a model the search
+// missed on a busy machine can be replayed (probe/replay_test.go).
 func initEntry(t *testing.T, file, url string, args ...string) string {
 	t.Helper()
 	tf := newTestFactory(t)
-	if code := tf.execute(t, append([]string{"init", url, "--file", file}, args...)...); code != exitcode.OK {
+	fpFile := filepath.Join(t.TempDir(), "fingerprint.json")
+	if code := tf.execute(t, append([]string{"init", url, "--file", file, "--fingerprint-out", fpFile}, args...)...); code != exitcode.OK {
+		if b, err := os.ReadFile(fpFile); err == nil {
+			t.Logf("the fingerprint's document:\n%s", b)
+		}
 		t.Fatalf("init %s: exit %d\n%s%s", url, code, tf.Out.String(), tf.ErrOut.String())
+	}
+	if b, err := os.ReadFile(fpFile); slices.Contains(args, "--expect") {
+		// no fingerprint ran
+	} else if err != nil {
+		t.Errorf("init --fingerprint-out wrote nothing: %v", err)
+	} else {
+		schematest.Validate(t, "init --fingerprint-out", b)
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -150,6 +167,7 @@ func TestInitRefuses(t *testing.T) {
 		{[]string{"http://127.0.0.1:1/x", "-H", "Authorization: Bearer hunter2"}, "Authorization carries a credential"},
 		{[]string{"http://127.0.0.1:1/x", "-H", "Authorization: Bearer ${RL_INIT_UNSET}"}, "${RL_INIT_UNSET} is not set"},
 		{[]string{"http://127.0.0.1:1/x", "--workflow", "gitlab"}, "--workflow gitlab"},
+		{[]string{"http://127.0.0.1:1/x", "--fingerprint-out", dir}, "--fingerprint-out " + dir + " is not a regular file"},
 		{[]string{"http://127.0.0.1:1/x", "--file", bad}, "bad.yaml:4: entries[0].urll: unknown field"},
 	} {
 		tf := newTestFactory(t)
