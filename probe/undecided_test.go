@@ -429,3 +429,43 @@ func TestRetryAtOnceSamples(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyRefillCut: one window after running out, identity A's burst
+// is judged against the policy only when the limiter refused some of it:
+// a burst the budget cut (624 sent, all admitted, on a bucket of 1000
+// under four CPU burners) is too small to tell and is said so, not a
+// policy the limiter does not enforce; 624 admitted of 1100 sent is (the
+// negative control), and so is 1400 admitted.
+func TestPolicyRefillCut(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	// burst is n requests sent at ms, the first admitted ones admitted
+	burst := func(ms, n, admitted int) []obs {
+		var out []obs
+		for i := range n {
+			o := obs{Sent: t0.Add(time.Duration(ms) * time.Millisecond), Done: t0.Add(time.Duration(ms+100) * time.Millisecond), Status: http.StatusOK}
+			if i >= admitted {
+				o.Status = http.StatusTooManyRequests
+			}
+			out = append(out, o)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name   string
+		refill []obs
+		want   string
+	}{
+		{"cut by the budget, all admitted", burst(10_200, 624, 624), Pass},
+		{"624 admitted of 1100", burst(10_200, 1100, 624), Fail},
+		{"1400 admitted of 1500", burst(10_200, 1500, 1400), Fail},
+		{"1000 admitted of 1500", burst(10_200, 1500, 1000), Pass},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &data{q: 1000, w: 10 * time.Second, a: burst(0, 1050, 1000), aRefill: tt.refill, aWaited: 10 * time.Second}
+			c := d.policyCheck()
+			if c.Status != tt.want {
+				t.Errorf("policy %s (%s, %q), want %s", c.Status, c.Message, c.Evidence, tt.want)
+			}
+		})
+	}
+}
